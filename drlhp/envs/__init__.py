@@ -1,0 +1,4 @@
+"""Environments bundled with drlhp."""
+from drlhp.envs.moving_dot import MovingDotEnv
+
+__all__ = ["MovingDotEnv"]

@@ -1,0 +1,34 @@
+"""Writing files so that a reader never sees a half-written one."""
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from typing import BinaryIO, Iterator
+
+
+@contextlib.contextmanager
+def atomic_write(path: str) -> Iterator[BinaryIO]:
+    """Open a temporary file next to ``path``; on success fsync it and rename it over ``path``.
+
+    The rename is atomic on POSIX, so readers see either the old or the new file;
+    on an exception the temporary file is removed and ``path`` is untouched.
+    """
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix="." + os.path.basename(path) + ".", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    dir_fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)

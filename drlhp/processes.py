@@ -1,0 +1,162 @@
+"""Starting, watching and stopping drlhp's two background processes.
+
+::
+
+  RL algorithm (any: SB3 PPO/A2C, a CleanRL loop, your own)
+       | step(action)                          ^ obs, reward (true, or predicted + normalised)
+       v                                       |
+  HumanPreferencesEnvWrapper (main process) ---+
+       | frames (after obs_transform_func) + true rewards
+       v
+  SegmentBuilder -- full segment --> SegmentChannel (shared-memory slots; no free
+                                       |             slot -> segment dropped + counted)
+                                       v
+                     preference-interface process (pref_interface.py)
+                     ring buffer of recent segments -> pick an unasked pair ->
+                     labeller: synthetic (true returns) | human
+                                       | SegmentData (once per segment), Preference,
+                                       | ForgetSegment, None = no more
+                                       v
+                     pref_queue (bounded, blocking put: a label is never dropped)
+                                       |
+                                       v
+                     reward-training process (trainer_process.py)
+                     receiver thread -> PrefBuffer -> PrefDB train / val
+                     main thread: minibatches, validation, SavePrefs commands,
+                     atomic checkpoint -> log_dir/reward_predictor_checkpoints/
+                                       | reward_predictor.ckpt (weights + normaliser)
+                                       v
+  main process: between steps, a cheap check for a newer checkpoint, then a
+  fast load; predicts each step's reward, normalises it, returns it.
+
+Every worker runs ``_worker_main``: it ignores Ctrl-C (the main process decides
+when to stop), exits by itself if the main process dies, and sends any exception
+with its traceback on the error queue before exiting. The main process notices a
+dead worker through its process sentinel, so a worker killed by a signal is
+reported as promptly as one that raised.
+"""
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import multiprocessing.connection
+import os
+import queue
+import signal
+import threading
+import traceback
+from typing import Callable, Dict, Optional
+
+log = logging.getLogger("drlhp")
+
+
+class WorkerError(RuntimeError):
+    """A drlhp background process failed; the message carries its traceback."""
+
+
+class SharedStats:
+    """Counters the processes update and the main process reads without locking."""
+
+    def __init__(self, ctx) -> None:
+        self.segments_received = ctx.RawValue("q", 0)
+        self.labels_sent = ctx.RawValue("q", 0)
+        self.prefs_received = ctx.RawValue("q", 0)
+        self.training_steps = ctx.RawValue("q", 0)
+
+    def as_dict(self) -> dict:
+        return {k: v.value for k, v in vars(self).items()}
+
+
+def _exit_when_parent_dies() -> None:
+    parent = multiprocessing.parent_process()
+    if parent is None:
+        return
+
+    def watch() -> None:
+        multiprocessing.connection.wait([parent.sentinel])
+        os._exit(1)
+
+    threading.Thread(target=watch, name="drlhp-parent-watch", daemon=True).start()
+
+
+def _worker_main(name: str, target: Callable, args: tuple, error_queue, log_level: int) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    logging.basicConfig(level=log_level, format=f"%(asctime)s drlhp[{name}] %(levelname)s %(message)s")
+    logging.getLogger("drlhp").setLevel(log_level)
+    _exit_when_parent_dies()
+    try:
+        target(*args)
+    except BaseException:
+        error_queue.put((name, traceback.format_exc()))
+        error_queue.close()
+        error_queue.join_thread()
+        raise SystemExit(1)
+
+
+class Workers:
+    """The background processes of one wrapper, started with an explicit context."""
+
+    def __init__(self, ctx, log_level: int) -> None:
+        self.ctx = ctx
+        self.log_level = log_level
+        self.errors = ctx.Queue()
+        self.procs: Dict[str, multiprocessing.process.BaseProcess] = {}
+        self._stopping: set[str] = set()
+
+    def start(self, name: str, target: Callable, *args) -> None:
+        proc = self.ctx.Process(target=_worker_main, args=(name, target, args, self.errors, self.log_level),
+                                name=f"drlhp-{name}", daemon=True)
+        proc.start()
+        self.procs[name] = proc
+
+    def check(self) -> None:
+        """Raise ``WorkerError`` if a worker has died without being asked to stop (cheap: one select)."""
+        watched = {p.sentinel: n for n, p in self.procs.items() if n not in self._stopping}
+        ready = multiprocessing.connection.wait(list(watched), timeout=0) if watched else []
+        if ready:
+            raise self._failure(watched[ready[0]])
+
+    def _failure(self, name: str) -> WorkerError:
+        proc = self.procs[name]
+        proc.join(1)
+        self._stopping.add(name)  # report each death once
+        try:
+            who, tb = self.errors.get(timeout=1.0)
+            return WorkerError(f"drlhp's {who} process failed:\n{tb}")
+        except queue.Empty:
+            code = proc.exitcode
+            how = f"was killed by signal {signal.Signals(-code).name}" if code is not None and code < 0 else f"exited with code {code}"
+            hint = ("(out of memory? killed by hand?). Its preferences since the last save may be lost."
+                    if code is None or code < 0 else
+                    "before it could start drlhp's code. With the 'spawn' and 'forkserver' start methods the "
+                    "child re-imports your script: put the code that creates the wrapper under "
+                    "`if __name__ == \"__main__\":` (see the worker's traceback above in stderr).")
+            return WorkerError(f"drlhp's {name} process {how} without reporting an error {hint}")
+
+    def stop(self, name: str, timeout: float) -> None:
+        """Wait up to ``timeout`` s for a worker that was asked to stop; then terminate, then kill."""
+        proc = self.procs.get(name)
+        if proc is None:
+            return
+        self._stopping.add(name)
+        proc.join(timeout)
+        if proc.is_alive():
+            log.warning("drlhp %s process did not stop within %.0f s; terminating it", name, timeout)
+            proc.terminate()
+            proc.join(2)
+        if proc.is_alive():
+            proc.kill()
+            proc.join(2)
+
+    def pending_error(self) -> Optional[str]:
+        try:
+            who, tb = self.errors.get_nowait()
+            return f"drlhp's {who} process failed:\n{tb}"
+        except queue.Empty:
+            return None
+
+    def close(self) -> None:
+        for name in list(self.procs):
+            self.stop(name, 0)
+        self.errors.cancel_join_thread()
+        self.errors.close()

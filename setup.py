@@ -1,0 +1,22 @@
+from setuptools import find_packages, setup
+
+setup(
+    name="drlhp",
+    version="0.1.0",
+    description="Deep Reinforcement Learning from Human Preferences as a gymnasium env wrapper (PyTorch)",
+    long_description=open("README.md").read() if __import__("os").path.exists("README.md") else "",
+    long_description_content_type="text/markdown",
+    packages=find_packages(include=["drlhp", "drlhp.*"]),
+    python_requires=">=3.9",
+    install_requires=[
+        "gymnasium>=1.0,<2",
+        "numpy>=1.24",
+        # A range, not a pin: an installed torch 2.x CPU build satisfies it without a download.
+        "torch>=2.1,<3",
+    ],
+    extras_require={
+        "gui": ["opencv-python>=4.8"],
+        "examples": ["stable-baselines3>=2.3", "ale-py>=0.9"],
+        "dev": ["pytest>=7", "pytest-timeout>=2", "scipy>=1.10", "stable-baselines3>=2.3"],
+    },
+)

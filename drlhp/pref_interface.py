@@ -25,10 +25,10 @@ log = logging.getLogger("drlhp.pref_interface")
 class InterfaceConfig:
     """Settings of the preference-interface process."""
 
-    synthetic_preferences: bool = True
     max_segs: int = 200
-    pairs_per_segment: float = 1.0
     seed: Optional[int] = None
+    labeller: Optional[Labeller] = None  # None: SyntheticLabeller(pairs_per_segment)
+    pairs_per_segment: float = 1.0
 
 
 class PrefInterface:
@@ -98,7 +98,7 @@ def _key(a: int, b: int) -> Tuple[int, int]:
 
 def run_pref_interface(config: InterfaceConfig, channel: SegmentChannel, pref_queue, stop_event, stats) -> None:
     """Process main: receive segments, ask for labels, until ``stop_event`` is set."""
-    labeller: Labeller = SyntheticLabeller(config.pairs_per_segment)
+    labeller = config.labeller or SyntheticLabeller(config.pairs_per_segment)
     interface = PrefInterface(labeller, pref_queue, config.max_segs, config.seed)
     owed = 0.0  # pairs we may still ask about, earned by new segments
     try:

@@ -225,4 +225,6 @@ def run_reward_trainer(config: TrainerConfig, pref_queue, commands, replies, sto
     if config.seed is not None:
         torch.manual_seed(config.seed)
     os.makedirs(config.log_dir, exist_ok=True)
-    RewardTrainingLoop(config, pref_queue, commands, replies, stop_event, stats).run()
+    loop = RewardTrainingLoop(config, pref_queue, commands, replies, stop_event, stats)
+    replies.put(("ready", {"n_train": len(loop.buffer.train_db), "n_val": len(loop.buffer.val_db)}))
+    loop.run()

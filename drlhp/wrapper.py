@@ -13,6 +13,7 @@ import numpy as np
 import torch
 
 from drlhp.frames import infer_frame_spec
+from drlhp.labellers import Labeller
 from drlhp.messages import SavePrefs
 from drlhp.pref_interface import InterfaceConfig, run_pref_interface
 from drlhp.processes import SharedStats, WorkerError, Workers
@@ -64,6 +65,8 @@ class HumanPreferencesEnvWrapper(gymnasium.Wrapper, gymnasium.utils.RecordConstr
         reward_scale: standard deviation of the returned predicted reward (mean 0).
             0.05, the paper's Atari value, keeps per-step rewards near the scale of
             clipped Atari rewards summed over a clip.
+        labeller: your own labeller (see ``drlhp.labellers.Labeller``) instead of the
+            built-in ones; it must be picklable, as it runs in the interface process.
         max_segs: recent segments the preference interface picks pairs from.
         synthetic_prefs_per_segment: synthetic labels asked per new segment.
         segment_queue_size: segments in flight to the interface; when full, new ones are
@@ -103,6 +106,7 @@ class HumanPreferencesEnvWrapper(gymnasium.Wrapper, gymnasium.utils.RecordConstr
         reward_predictor_weight_decay: float = 0.0,
         noise_prob: float = 0.0,
         reward_scale: float = 0.05,
+        labeller: Optional[Labeller] = None,
         max_segs: int = 200,
         synthetic_prefs_per_segment: float = 1.0,
         segment_queue_size: int = 8,
@@ -118,7 +122,7 @@ class HumanPreferencesEnvWrapper(gymnasium.Wrapper, gymnasium.utils.RecordConstr
         gymnasium.Wrapper.__init__(self, env)
         self._closed = True  # until the processes exist, close() has nothing to stop
         _check_args(locals())
-        if not synthetic_preferences and collect_prefs:
+        if not synthetic_preferences and collect_prefs and labeller is None:
             raise NotImplementedError(
                 "Human labelling (synthetic_preferences=False) is not available yet; "
                 "use synthetic_preferences=True, or collect_prefs=False with prefs_dir=."
@@ -178,9 +182,12 @@ class HumanPreferencesEnvWrapper(gymnasium.Wrapper, gymnasium.utils.RecordConstr
                                 self._commands, self._replies, self._trainer_stop, self._stats)
             if collect_prefs:
                 self._channel = SegmentChannel(ctx, self.frame_spec, segment_length, segment_queue_size)
-                interface_config = InterfaceConfig(synthetic_preferences, max_segs, synthetic_prefs_per_segment, seed)
+                interface_config = InterfaceConfig(max_segs, seed, labeller, synthetic_prefs_per_segment)
                 self._workers.start("pref_interface", run_pref_interface, interface_config, self._channel,
                                     self._pref_queue, self._interface_stop, self._stats)
+            # Wait until the trainer has loaded prefs_dir / the pretrained checkpoint, so
+            # a bad file fails here, with its own message, rather than on a later step.
+            self._await_reply("ready", timeout=120.0)
         except BaseException:
             self.close()
             raise
@@ -254,6 +261,12 @@ class HumanPreferencesEnvWrapper(gymnasium.Wrapper, gymnasium.utils.RecordConstr
         if self._closed or self._workers is None:
             raise RuntimeError("save_prefs() needs a running wrapper with collect_prefs=True or prefs_dir=.")
         self._commands.put(SavePrefs(self.log_dir))
+        result = self._await_reply("ok", timeout)
+        log.info("saved %d training and %d validation preferences to %s", result["n_train"], result["n_val"], self.log_dir)
+        return result["paths"]
+
+    def _await_reply(self, expected: str, timeout: float) -> Any:
+        """The trainer's next reply, checking all the while that the workers are alive."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             self._check_workers()
@@ -261,11 +274,10 @@ class HumanPreferencesEnvWrapper(gymnasium.Wrapper, gymnasium.utils.RecordConstr
                 status, result = self._replies.get(timeout=0.1)
             except queue.Empty:
                 continue
-            if status != "ok":
-                raise WorkerError(f"Saving preferences failed in the trainer process:\n{result}")
-            log.info("saved %d training and %d validation preferences to %s", result["n_train"], result["n_val"], self.log_dir)
-            return result["paths"]
-        raise TimeoutError(f"save_prefs() did not finish within {timeout} s")
+            if status != expected:
+                raise WorkerError(f"drlhp's reward_trainer process reported an error:\n{result}")
+            return result
+        raise TimeoutError(f"drlhp's reward_trainer process did not answer within {timeout} s")
 
     def stats(self) -> dict:
         """Counters: segments sent/dropped, labels, preferences received, reward-training steps."""

@@ -1,8 +1,10 @@
 """MovingDot: steer a dot onto a target square, seen only through pixels.
 
 A small, fast pixel task on which drlhp learns in minutes on a CPU. The dot
-(bright) and the target (dim outline) start in random cells of a ``grid`` x
-``grid`` board; actions are no-op, up, down, left, right. The reward of a step
+(bright) starts in a random cell of a ``grid`` x ``grid`` board; the target (dim
+outline) sits in the centre cell, or in a random cell with ``random_target=True``
+(a harder task: the reward then depends on where two objects are relative to
+each other). Actions are no-op, up, down, left, right. The reward of a step
 depends only on the frame after it: ``1 - distance / max_distance`` (Manhattan,
 in cells), so 1.0 on the target. That makes it learnable by a per-frame reward
 network. Episodes last exactly ``episode_length`` steps (then ``truncated``).
@@ -22,11 +24,12 @@ class MovingDotEnv(gymnasium.Env):
     metadata = {"render_modes": ["rgb_array"], "render_fps": 15}
 
     def __init__(self, size: int = 64, grid: int = 8, episode_length: int = 50,
-                 render_mode: Optional[str] = None) -> None:
+                 random_target: bool = False, render_mode: Optional[str] = None) -> None:
         if size % grid:
             raise ValueError(f"size ({size}) must be a multiple of grid ({grid})")
         self.size, self.grid, self.episode_length = size, grid, episode_length
         self.cell = size // grid
+        self.random_target = random_target
         self.render_mode = render_mode
         self.observation_space = spaces.Box(0, 255, (size, size, 1), np.uint8)
         self.action_space = spaces.Discrete(len(MOVES))
@@ -37,7 +40,7 @@ class MovingDotEnv(gymnasium.Env):
     def reset(self, *, seed: Optional[int] = None, options: Optional[dict] = None):
         super().reset(seed=seed)
         self._dot = self.np_random.integers(0, self.grid, 2)
-        self._target = self.np_random.integers(0, self.grid, 2)
+        self._target = self.np_random.integers(0, self.grid, 2) if self.random_target else np.full(2, self.grid // 2)
         self._t = 0
         return self._render_obs(), {}
 

@@ -1,0 +1,82 @@
+"""Shared fixtures: a tiny pixel env with injectable behaviour, and a guard against leftover processes."""
+from __future__ import annotations
+
+import multiprocessing
+import time
+from typing import Callable, Optional, Tuple
+
+import gymnasium
+import numpy as np
+import pytest
+from gymnasium import spaces
+
+
+class FakePixelEnv(gymnasium.Env):
+    """Observation: a frame filled with the step counter (mod 256); reward: ``reward_fn(t)``.
+
+    ``episode_length`` steps end with ``terminated`` (or ``truncated`` with
+    ``truncate=True``), so tests control exactly where episodes and segments end.
+    """
+
+    metadata = {"render_modes": []}
+
+    def __init__(self, shape: Tuple[int, ...] = (12, 12, 1), dtype=np.uint8, episode_length: int = 1000,
+                 truncate: bool = False, reward_fn: Optional[Callable[[int], float]] = None) -> None:
+        high = 255 if np.issubdtype(dtype, np.integer) else 1.0
+        self.observation_space = spaces.Box(0, high, shape, dtype)
+        self.action_space = spaces.Discrete(2)
+        self.episode_length, self.truncate = episode_length, truncate
+        self.reward_fn = reward_fn or (lambda t: float(t % 7))
+        self.t = 0
+
+    def _obs(self) -> np.ndarray:
+        value = self.t % 256 if np.issubdtype(self.observation_space.dtype, np.integer) else (self.t % 256) / 255
+        return np.full(self.observation_space.shape, value, dtype=self.observation_space.dtype)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return self._obs(), {}
+
+    def step(self, action):
+        self.t += 1
+        done = self.t >= self.episode_length
+        return self._obs(), self.reward_fn(self.t), done and not self.truncate, done and self.truncate, {}
+
+
+def wait_for(condition: Callable[[], bool], timeout: float, poll: float = 0.01) -> bool:
+    """Poll ``condition`` until it holds or ``timeout`` s pass (a bounded wait, not a fixed sleep)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(poll)
+    return condition()
+
+
+def step_until(env, condition: Callable[[], bool], timeout: float = 60.0) -> int:
+    """Step ``env`` with random actions until ``condition()``; returns the number of steps."""
+    env.reset(seed=0)
+    deadline = time.monotonic() + timeout
+    n = 0
+    while not condition():
+        assert time.monotonic() < deadline, f"condition not reached after {n} steps; stats: {env.stats()}"
+        _, _, terminated, truncated, _ = env.step(env.action_space.sample())
+        n += 1
+        if terminated or truncated:
+            env.reset()
+    return n
+
+
+# Small, fast settings for wrapper tests.
+FAST = dict(segment_length=5, n_initial_prefs=8, n_initial_training_steps=4, reward_predictor_ckpt_interval=4,
+            reward_predictor_batch_size=4, seed=0, ckpt_poll_interval=0.0, log_level=30)
+
+
+@pytest.fixture(autouse=True)
+def no_leftover_processes():
+    yield
+    alive = multiprocessing.active_children()
+    for p in alive:
+        p.kill()
+    assert not alive, f"test left processes behind: {alive}"

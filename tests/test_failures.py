@@ -1,0 +1,130 @@
+"""Failure paths: bad arguments, corrupt files, a worker raising, a worker killed, closing in any state."""
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pytest
+
+from conftest import FAST, FakePixelEnv, step_until, wait_for
+from drlhp import HumanPreferencesEnvWrapper, WorkerError
+
+
+class FailingLabeller:
+    """Answers a few pairs, then raises (module level, so it pickles into the worker)."""
+
+    pairs_per_segment = 1.0
+
+    def __init__(self):
+        self.n = 0
+
+    def label(self, a, b):
+        self.n += 1
+        if self.n > 3:
+            raise RuntimeError("labeller exploded on purpose")
+        return 1.0
+
+    def close(self):
+        pass
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(segment_length=0), "segment_length"),
+    (dict(val_fraction=1.0), "val_fraction"),
+    (dict(max_segs=1), "max_segs"),
+    (dict(mp_start_method="teleport"), "mp_start_method"),
+    (dict(prefs_dir="/nonexistent"), "prefs_dir"),
+    (dict(pretrained_reward_predictor_dir="/nonexistent"), "pretrained_reward_predictor_dir"),
+    (dict(collect_prefs=False, train_reward=True), "prefs_dir"),
+    (dict(synthetic_preferences=False), "synthetic_preferences"),
+])
+def test_bad_arguments_fail_at_construction(tmp_path, kwargs, message):
+    with pytest.raises((ValueError, NotImplementedError), match=message):
+        HumanPreferencesEnvWrapper(FakePixelEnv(), log_dir=str(tmp_path), **kwargs)
+
+
+def test_corrupt_prefs_file_fails_at_construction_with_its_reason(tmp_path):
+    (tmp_path / "train.pkl.gz").write_bytes(b"garbage")
+    (tmp_path / "val.pkl.gz").write_bytes(b"garbage")
+    with pytest.raises(WorkerError, match="not a valid drlhp preference database"):
+        HumanPreferencesEnvWrapper(FakePixelEnv(), prefs_dir=str(tmp_path), collect_prefs=False,
+                                   log_dir=str(tmp_path / "log"), **FAST)
+
+
+def test_corrupt_pretrained_checkpoint_is_refused(tmp_path):
+    (tmp_path / "reward_predictor.ckpt").write_bytes(b"not a checkpoint")
+    with pytest.raises(ValueError, match="Cannot load reward predictor checkpoint"):
+        HumanPreferencesEnvWrapper(FakePixelEnv(), pretrained_reward_predictor_dir=str(tmp_path),
+                                   collect_prefs=False, train_reward=False)
+
+
+def test_worker_exception_is_raised_in_the_main_process_with_its_traceback(tmp_path):
+    env = HumanPreferencesEnvWrapper(FakePixelEnv(), labeller=FailingLabeller(), log_dir=str(tmp_path), **FAST)
+    with pytest.raises(WorkerError) as err:
+        step_until(env, lambda: False, timeout=60)
+    assert "pref_interface" in str(err.value) and "labeller exploded on purpose" in str(err.value)
+    assert "Traceback" in str(err.value)
+    start = time.monotonic()
+    env.close()
+    assert time.monotonic() - start < 15
+
+
+def test_worker_killed_by_sigkill_is_reported_not_hung(tmp_path):
+    env = HumanPreferencesEnvWrapper(FakePixelEnv(), log_dir=str(tmp_path), **FAST)
+    try:
+        env.reset()
+        victim = env._workers.procs["reward_trainer"]
+        os.kill(victim.pid, signal.SIGKILL)
+        victim.join(10)
+        with pytest.raises(WorkerError, match="SIGKILL"):
+            for _ in range(1000):
+                env.step(0)
+    finally:
+        start = time.monotonic()
+        env.close()
+        assert time.monotonic() - start < 15
+
+
+def test_close_is_idempotent_and_prompt_while_training(tmp_path):
+    env = HumanPreferencesEnvWrapper(FakePixelEnv(), log_dir=str(tmp_path), **FAST)
+    step_until(env, lambda: env.stats()["training_steps"] >= 2)
+    start = time.monotonic()
+    env.close()
+    env.close()
+    assert time.monotonic() - start < 15
+    with pytest.raises(RuntimeError, match="save_prefs"):
+        env.save_prefs()
+
+
+def test_switch_to_predicted_reward_without_a_checkpoint_explains_itself(tmp_path):
+    with HumanPreferencesEnvWrapper(FakePixelEnv(), log_dir=str(tmp_path), train_reward=False, **FAST) as env:
+        with pytest.raises(RuntimeError, match="No reward predictor yet"):
+            env.switch_to_predicted_reward()
+
+
+def test_children_exit_when_the_main_process_dies(tmp_path):
+    script = textwrap.dedent(f"""
+        import os, sys
+        sys.path.insert(0, {os.path.dirname(__file__)!r})
+        from conftest import FakePixelEnv, FAST
+        from drlhp import HumanPreferencesEnvWrapper
+        if __name__ == "__main__":
+            env = HumanPreferencesEnvWrapper(FakePixelEnv(), log_dir={str(tmp_path)!r}, **FAST)
+            print(" ".join(str(p.pid) for p in env._workers.procs.values()), flush=True)
+            os.kill(os.getpid(), 9)
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    pids = [int(p) for p in proc.stdout.split()]
+    assert len(pids) == 2, proc.stderr
+
+    def gone(pid):  # exited: no such process, or a zombie waiting for PID 1 to reap it
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+        except FileNotFoundError:
+            return True
+
+    assert wait_for(lambda: all(gone(p) for p in pids), timeout=10), "orphaned drlhp workers are still running"

@@ -1,0 +1,73 @@
+import queue
+
+import numpy as np
+import pytest
+
+from drlhp.labellers import SyntheticLabeller
+from drlhp.messages import ForgetSegment, Preference, SegmentData
+from drlhp.pref_interface import PrefInterface
+from drlhp.segments import Segment
+
+
+def seg(i, ret):
+    return Segment(i, np.full((2, 3, 3), i, np.uint8), np.array([ret / 2, ret / 2]))
+
+
+def test_synthetic_labeller_prefers_the_larger_true_return():
+    lab = SyntheticLabeller()
+    assert lab.label(seg(0, 3.0), seg(1, 1.0)) == 1.0
+    assert lab.label(seg(0, -3.0), seg(1, 1.0)) == 0.0
+    assert lab.label(seg(0, 2.0), seg(1, 2.0)) == 0.5
+
+
+def test_pairs_are_distinct_and_never_repeated():
+    iface = PrefInterface(SyntheticLabeller(), queue.Queue(), max_segs=10, seed=0)
+    for i in range(6):
+        iface.add_segment(seg(i, i))
+    seen = set()
+    while (pair := iface.pick_pair()) is not None:
+        a, b = pair
+        assert a.seg_id != b.seg_id
+        key = frozenset((a.seg_id, b.seg_id))
+        assert key not in seen
+        seen.add(key)
+        iface.ask(a, b)
+    assert len(seen) == 6 * 5 // 2  # every pair asked exactly once, then no more
+
+
+def test_segments_travel_once_and_are_forgotten_when_they_leave_the_buffer():
+    out = queue.Queue()
+    iface = PrefInterface(SyntheticLabeller(), out, max_segs=3, seed=0)
+    for i in range(3):
+        iface.add_segment(seg(i, i))
+    iface.ask(iface.segments[0], iface.segments[1])
+    iface.ask(iface.segments[0], iface.segments[2])
+    iface.add_segment(seg(3, 3))  # evicts segment 0
+    msgs = [out.get_nowait() for _ in range(out.qsize())]
+    sent = [m.seg_id for m in msgs if isinstance(m, SegmentData)]
+    assert sent == [0, 1, 2]  # 0 was in two pairs but sent once
+    assert [m for m in msgs if isinstance(m, Preference)] == [Preference(0, 1, 0.0), Preference(0, 2, 0.0)]
+    assert msgs[-1] == ForgetSegment(0)
+
+
+def test_incomparable_answers_record_nothing_and_are_not_asked_again():
+    class Shrug:
+        pairs_per_segment = None
+
+        def label(self, a, b):
+            return None
+
+        def close(self):
+            pass
+
+    out = queue.Queue()
+    iface = PrefInterface(Shrug(), out, max_segs=5, seed=0)
+    iface.add_segment(seg(0, 0))
+    iface.add_segment(seg(1, 1))
+    assert iface.ask(*iface.pick_pair()) is None
+    assert out.empty() and iface.pick_pair() is None
+
+
+def test_interface_needs_room_for_a_pair():
+    with pytest.raises(ValueError, match="max_segs"):
+        PrefInterface(SyntheticLabeller(), queue.Queue(), max_segs=1)

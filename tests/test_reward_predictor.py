@@ -1,0 +1,116 @@
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from drlhp.frames import infer_frame_spec
+from drlhp.normaliser import RewardNormaliser
+from drlhp.reward_predictor import (NetConfig, RewardPredictor, build_reward_net, preference_accuracy,
+                                    preference_loss)
+from drlhp.reward_trainer import RewardTrainer
+
+t = torch.tensor
+
+
+def test_loss_known_values():
+    assert preference_loss(t([1.0]), t([0.0]), t([1.0])).item() == pytest.approx(math.log(1 + math.exp(-1)))
+    assert preference_loss(t([1.0]), t([0.0]), t([0.0])).item() == pytest.approx(math.log(1 + math.exp(1)))
+    # A tie is 1/2 - 1/2: equal predicted returns give exactly log 2.
+    assert preference_loss(t([3.0]), t([3.0]), t([0.5])).item() == pytest.approx(math.log(2))
+    # Mean over the batch.
+    both = preference_loss(t([1.0, 1.0]), t([0.0, 0.0]), t([1.0, 0.0])).item()
+    assert both == pytest.approx((math.log(1 + math.exp(-1)) + math.log(1 + math.exp(1))) / 2)
+
+
+def test_noise_model_bounds_the_loss_of_confident_mistakes():
+    p_wrong = 0.1 / 2  # the labeller answered at random and picked the other side
+    loss = preference_loss(t([1000.0]), t([0.0]), t([0.0]), noise_prob=0.1).item()
+    assert loss == pytest.approx(-math.log(p_wrong), rel=1e-6)
+    right = preference_loss(t([1000.0]), t([0.0]), t([1.0]), noise_prob=0.1).item()
+    assert right == pytest.approx(-math.log(1 - p_wrong), rel=1e-6)
+    d = t([0.7], requires_grad=True)
+    preference_loss(d, t([0.0]), t([1.0]), noise_prob=0.1).backward()
+    assert d.grad.item() < 0  # still pushes the preferred return up
+
+
+def test_accuracy_leaves_ties_out():
+    acc, n = preference_accuracy(t([2.0, 0.0, 1.0, 1.0]), t([1.0, 1.0, 1.0, 0.0]), t([1.0, 1.0, 0.5, 0.0]))
+    assert (acc, n) == (pytest.approx(1 / 3), 3)
+    assert preference_accuracy(t([1.0]), t([1.0]), t([1.0])) == (0.5, 1)  # predicted tie: half
+    acc, n = preference_accuracy(t([1.0]), t([0.0]), t([0.5]))
+    assert math.isnan(acc) and n == 0
+
+
+@pytest.mark.parametrize("shape", [(84, 84, 4), (4, 84, 84), (12, 12), (7, 9, 3), (2, 50, 40, 3), (10,)])
+@pytest.mark.parametrize("batchnorm", [False, True])
+def test_net_gives_one_scalar_per_frame(shape, batchnorm):
+    frames = np.random.default_rng(0).integers(0, 256, (6, *shape), dtype=np.uint8)
+    predictor = RewardPredictor(NetConfig(infer_frame_spec(frames[0]), batchnorm=batchnorm))
+    out = predictor.raw_rewards(frames)
+    assert out.shape == (6,) and np.all(np.isfinite(out))
+
+
+def test_paper_network_on_atari_frames():
+    net = build_reward_net(NetConfig(infer_frame_spec(np.zeros((84, 84, 4), np.uint8))))
+    convs = [m for m in net.modules() if isinstance(m, torch.nn.Conv2d)]
+    assert [(c.out_channels, c.kernel_size[0], c.stride[0], c.padding[0]) for c in convs] == [
+        (16, 7, 3, 0), (16, 5, 2, 0), (16, 3, 1, 0), (16, 3, 1, 0)]
+    linears = [m for m in net.modules() if isinstance(m, torch.nn.Linear)]
+    assert [(m.in_features, m.out_features) for m in linears] == [(7 * 7 * 16, 64), (64, 1)]
+
+
+def test_checkpoint_round_trip(tmp_path):
+    frames = np.random.default_rng(1).integers(0, 256, (5, 20, 20, 1), dtype=np.uint8)
+    p = RewardPredictor(NetConfig(infer_frame_spec(frames[0])), normaliser=RewardNormaliser(0.3, 2.0, 0.05),
+                        training_step=42)
+    path = str(tmp_path / "reward_predictor.ckpt")
+    p.save(path)
+    q = RewardPredictor.load(path)
+    assert q.training_step == 42 and q.normaliser == p.normaliser and q.config == p.config
+    np.testing.assert_allclose(q.raw_rewards(frames), p.raw_rewards(frames))
+    assert q.reward(frames[0]) == pytest.approx((p.raw_rewards(frames[:1])[0] - 0.3) / 2.0 * 0.05)
+
+
+def test_checkpoint_with_code_in_it_is_refused(tmp_path):
+    marker = tmp_path / "ran"
+
+    class Evil:
+        def __reduce__(self):
+            return (open, (str(marker), "w"))
+
+    path = str(tmp_path / "evil.ckpt")
+    torch.save({"format": "drlhp-reward-predictor-v1", "x": Evil()}, path)
+    with pytest.raises(ValueError, match="Cannot load reward predictor checkpoint"):
+        RewardPredictor.load(path)
+    assert not marker.exists()
+
+
+def test_corrupt_checkpoint_gets_a_clear_error(tmp_path):
+    path = tmp_path / "reward_predictor.ckpt"
+    path.write_bytes(b"\x00" * 100)
+    with pytest.raises(ValueError, match="Cannot load reward predictor checkpoint"):
+        RewardPredictor.load(str(path))
+
+
+def test_normaliser_gives_zero_mean_and_the_chosen_std():
+    raw = np.random.default_rng(0).normal(3.0, 7.0, 1000)
+    norm = RewardNormaliser.fit(raw, scale=0.05)
+    out = norm(raw)
+    assert abs(out.mean()) < 1e-9 and out.std() == pytest.approx(0.05)
+    constant = RewardNormaliser.fit(np.full(10, 2.0), scale=1.0)
+    assert constant(2.0) == 0.0 and constant.std == 1.0  # no division by zero
+
+
+def test_trainer_step_reduces_loss_on_a_fixed_batch():
+    torch.manual_seed(0)
+    rng = np.random.default_rng(0)
+    frames_a = rng.integers(0, 256, (8, 3, 10), dtype=np.uint8).astype(np.float32) / 255
+    frames_b = frames_a[:, :, ::-1].copy()
+    labels = (frames_a[:, :, 0].sum(1) > frames_b[:, :, 0].sum(1)).astype(np.float32)
+    trainer = RewardTrainer(RewardPredictor(NetConfig(infer_frame_spec(frames_a[0, 0]), dropout=0.0)), lr=1e-2)
+    first, _ = trainer.evaluate(frames_a, frames_b, labels)
+    for _ in range(50):
+        trainer.train_step(frames_a, frames_b, labels)
+    last, acc = trainer.evaluate(frames_a, frames_b, labels)
+    assert last < first * 0.5 and acc == 1.0 and trainer.predictor.training_step == 50

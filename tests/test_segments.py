@@ -1,0 +1,50 @@
+import multiprocessing
+
+import numpy as np
+
+from conftest import wait_for
+from drlhp.frames import infer_frame_spec
+from drlhp.segment_channel import SegmentChannel
+from drlhp.segments import SegmentBuilder
+
+SPEC = infer_frame_spec(np.zeros((6, 6, 1), np.uint8))
+
+
+def test_builder_returns_full_segments_in_order():
+    b = SegmentBuilder(SPEC, 3)
+    done = []
+    for t in range(7):
+        out = b.add(np.full((6, 6, 1), t, np.uint8), float(t))
+        if out is not None:  # the builder's own buffers: read them before the next add()
+            done.append((t, out[0][:, 0, 0, 0].tolist(), out[1].tolist()))
+    assert done == [(2, [0, 1, 2], [0.0, 1.0, 2.0]), (5, [3, 4, 5], [3.0, 4.0, 5.0])]
+
+
+def test_segment_never_spans_two_episodes():
+    b = SegmentBuilder(SPEC, 3)
+    for t in range(2):
+        b.add(np.full((6, 6, 1), t, np.uint8), 0.0)
+    b.end_episode()  # the 2-frame tail is dropped
+    assert b.n_tail_frames_dropped == 2
+    outs = [b.add(np.full((6, 6, 1), t, np.uint8), 0.0) for t in (10, 11, 12)]
+    assert outs[-1][0][:, 0, 0, 0].tolist() == [10, 11, 12]
+
+
+def test_channel_moves_segments_and_drops_when_full():
+    ctx = multiprocessing.get_context("spawn")
+    channel = SegmentChannel(ctx, SPEC, 3, n_slots=2)
+    frames = np.arange(3 * 36, dtype=np.uint8).reshape(3, 6, 6, 1)
+    assert channel.send(frames, np.array([1.0, 2.0, 3.0]))
+    assert channel.send(frames + 1, np.zeros(3))
+    assert not channel.send(frames, np.zeros(3))  # both slots in flight: dropped, not blocked
+    assert (channel.n_sent, channel.n_dropped) == (2, 1)
+    first = channel.receive(timeout=5)
+    assert first.seg_id == 0 and np.array_equal(first.frames, frames) and first.rewards.tolist() == [1, 2, 3]
+    frames[:] = 0  # the sender's buffer is reused: the received copy must not change
+    assert first.frames.sum() > 0
+    assert channel.receive(timeout=5).seg_id == 1
+    # Slots come back asynchronously (through the queue's feeder thread).
+    assert wait_for(lambda: channel.send(frames, np.zeros(3)), timeout=5)
+    assert channel.receive(timeout=5).frames.sum() == 0
+    assert channel.receive(timeout=0.01) is None
+    channel.close()

@@ -1,0 +1,124 @@
+"""The four workflows of the user's guide, end to end, on a tiny pixel env."""
+import os
+
+import gymnasium
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+from conftest import FAST, FakePixelEnv, step_until
+from drlhp import PREDICTED_REWARD_KEY, TRUE_REWARD_KEY, HumanPreferencesEnvWrapper, PrefDB, RewardPredictor
+
+CKPT = os.path.join("reward_predictor_checkpoints", "reward_predictor.ckpt")
+
+
+def test_collect_train_and_switch_to_predicted_reward(tmp_path):
+    with HumanPreferencesEnvWrapper(FakePixelEnv(), log_dir=str(tmp_path), **FAST) as env:
+        assert not env.using_reward_from_predictor
+        env.reset()
+        _, reward, _, _, info = env.step(0)
+        assert info[TRUE_REWARD_KEY] == reward == 1.0 and PREDICTED_REWARD_KEY not in info
+        step_until(env, lambda: env.using_reward_from_predictor)
+        assert env.stats()["predictor_training_step"] >= FAST["n_initial_training_steps"]
+        _, reward, _, _, info = env.step(0)
+        assert reward == info[PREDICTED_REWARD_KEY] and info[TRUE_REWARD_KEY] == float(env.unwrapped.t % 7)
+        env.switch_to_true_reward()
+        _, reward, _, _, info = env.step(0)
+        assert not env.using_reward_from_predictor and reward == info[TRUE_REWARD_KEY]
+        env.switch_to_predicted_reward()
+        assert env.using_reward_from_predictor
+        stats = env.stats()
+        assert stats["labels_sent"] >= FAST["n_initial_prefs"]
+    assert os.path.isfile(tmp_path / CKPT)
+    metrics = (tmp_path / "reward_training_metrics.csv").read_text().splitlines()
+    assert metrics[0].startswith("training_step,") and len(metrics) >= 2
+
+
+def test_batch_collection_then_save_prefs(tmp_path):
+    env = HumanPreferencesEnvWrapper(FakePixelEnv(), collect_prefs=True, train_reward=False,
+                                     log_dir=str(tmp_path), **FAST)
+    try:
+        step_until(env, lambda: env.stats()["prefs_received"] >= 20)
+        paths = env.save_prefs()
+        received = env.stats()["prefs_received"]
+        assert sorted(os.path.basename(p) for p in paths) == ["train.pkl.gz", "val.pkl.gz"]
+        train, val = PrefDB.load(paths[0]), PrefDB.load(paths[1])
+        assert len(train) + len(val) == received and len(val) == received // 5
+        assert not os.path.exists(tmp_path / CKPT)  # nothing trained
+        for a, b, label in train.prefs:  # synthetic labels agree with the true returns
+            ra, rb = train.segments[a].true_return, train.segments[b].true_return
+            assert label == (1.0 if ra > rb else 0.0 if ra < rb else 0.5)
+    finally:
+        env.close()
+    # close() saved what arrived after save_prefs(): nothing is lost.
+    total = len(PrefDB.load(paths[0])) + len(PrefDB.load(paths[1]))
+    assert total == env.stats()["prefs_received"] >= received
+
+
+def test_train_from_saved_prefs_writes_checkpoints(tmp_path):
+    prefs_dir, log_dir = tmp_path / "prefs", tmp_path / "train"
+    collect = HumanPreferencesEnvWrapper(FakePixelEnv(), train_reward=False, log_dir=str(prefs_dir), **FAST)
+    with collect:
+        step_until(collect, lambda: collect.stats()["prefs_received"] >= 30)
+        collect.save_prefs()
+    n_saved = len(PrefDB.load(str(prefs_dir / "train.pkl.gz")))
+    fast = dict(FAST, reward_predictor_ckpt_interval=10)
+    with HumanPreferencesEnvWrapper(FakePixelEnv(), prefs_dir=str(prefs_dir), collect_prefs=False,
+                                    train_reward=True, log_dir=str(log_dir), **fast) as env:
+        step_until(env, lambda: env.stats()["training_steps"] >= 20)
+        assert env.stats()["labels_sent"] == 0  # no interface in this workflow
+    steps = [int(line.split(",")[0]) for line in (log_dir / "reward_training_metrics.csv").read_text().splitlines()[1:]]
+    assert steps[:2] == [4, 10] and all(s % 10 == 0 for s in steps[1:])
+    assert RewardPredictor.load(str(log_dir / CKPT)).training_step % 10 == 0
+    assert n_saved > 0 and not (log_dir / "train.pkl.gz").exists()  # nothing collected: nothing to autosave
+
+
+def test_pretrained_reward_predictor_from_the_first_step(tmp_path):
+    with HumanPreferencesEnvWrapper(FakePixelEnv(), log_dir=str(tmp_path / "run"), **FAST) as env:
+        step_until(env, lambda: env.using_reward_from_predictor)
+    ckpt_dir = str(tmp_path / "run" / "reward_predictor_checkpoints")
+    predictor = RewardPredictor.load(os.path.join(ckpt_dir, "reward_predictor.ckpt"))
+    with HumanPreferencesEnvWrapper(FakePixelEnv(), pretrained_reward_predictor_dir=ckpt_dir,
+                                    collect_prefs=False, train_reward=False, log_dir=str(tmp_path / "use")) as env:
+        env.reset()
+        assert env.using_reward_from_predictor
+        obs, reward, _, _, info = env.step(0)
+        assert reward == pytest.approx(predictor.reward(obs)) and info[TRUE_REWARD_KEY] == 1.0
+    assert not os.path.exists(tmp_path / "use")  # this workflow writes nothing
+
+
+def test_obs_transform_func_for_dict_observations(tmp_path):
+    env = gymnasium.wrappers.TransformObservation(
+        FakePixelEnv(), lambda o: {"pixels": o, "step": 0},
+        gymnasium.spaces.Dict({"pixels": FakePixelEnv().observation_space, "step": gymnasium.spaces.Discrete(1)}))
+    with pytest.raises(ValueError, match="obs_transform_func"):
+        HumanPreferencesEnvWrapper(env, log_dir=str(tmp_path))
+    with HumanPreferencesEnvWrapper(env, obs_transform_func=lambda o: o["pixels"], log_dir=str(tmp_path),
+                                    train_reward=False, **FAST) as wrapped:
+        assert wrapped.frame_spec.shape == (12, 12, 1)
+        step_until(wrapped, lambda: wrapped.stats()["prefs_received"] >= 3)
+
+
+@pytest.mark.parametrize("shape, dtype", [((4, 16, 16), np.uint8), ((16, 16), np.float32), ((6,), np.float32)])
+def test_other_observation_layouts_train(tmp_path, shape, dtype):
+    with HumanPreferencesEnvWrapper(FakePixelEnv(shape, dtype), log_dir=str(tmp_path), **FAST) as env:
+        step_until(env, lambda: env.using_reward_from_predictor)
+        assert np.isfinite(env.step(0)[1])
+
+
+def test_segments_never_span_episodes_and_tails_are_dropped(tmp_path):
+    # Episodes of 7 steps with segments of 5: each episode gives one segment and a 2-frame tail.
+    with HumanPreferencesEnvWrapper(FakePixelEnv(episode_length=7, truncate=True), log_dir=str(tmp_path),
+                                    train_reward=False, **FAST) as env:
+        step_until(env, lambda: env.stats()["prefs_received"] >= 10)
+        env.save_prefs()
+        assert env._builder.n_tail_frames_dropped > 0
+    db = PrefDB.load(str(tmp_path / "train.pkl.gz"))
+    for seg in db.segments.values():
+        assert seg.frames[:, 0, 0, 0].tolist() == [1, 2, 3, 4, 5]  # always the first 5 steps of an episode
+
+
+def test_gymnasium_check_env_passes(tmp_path):
+    with HumanPreferencesEnvWrapper(FakePixelEnv(), log_dir=str(tmp_path), **FAST) as env:
+        check_env(env, skip_render_check=True)
+        assert env._saved_kwargs["segment_length"] == 5  # recorded the gymnasium way

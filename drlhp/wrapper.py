@@ -77,6 +77,8 @@ class HumanPreferencesEnvWrapper(gymnasium.Wrapper, gymnasium.utils.RecordConstr
             also your RL code's torch); ``None`` leaves torch's setting alone.
         trainer_torch_threads: torch threads of the reward-training process.
             With 2 cores, 1 + 1 keeps the RL process and the trainer off each other's core.
+        autosave_prefs: on ``close()``, save labels that arrived since the last
+            ``save_prefs()`` into ``log_dir`` (so closing never loses labels).
         ckpt_poll_interval: seconds between cheap checks for a newer checkpoint.
         close_timeout: seconds ``close()`` waits for the trainer to save and exit before
             terminating it.
@@ -114,6 +116,7 @@ class HumanPreferencesEnvWrapper(gymnasium.Wrapper, gymnasium.utils.RecordConstr
         mp_start_method: str = "spawn",
         torch_threads: Optional[int] = 1,
         trainer_torch_threads: Optional[int] = 1,
+        autosave_prefs: bool = True,
         ckpt_poll_interval: float = 1.0,
         close_timeout: float = 10.0,
         log_level: int = logging.INFO,
@@ -175,7 +178,7 @@ class HumanPreferencesEnvWrapper(gymnasium.Wrapper, gymnasium.utils.RecordConstr
             n_initial_prefs=n_initial_prefs, n_initial_training_steps=n_initial_training_steps,
             ckpt_interval=reward_predictor_ckpt_interval, batch_size=reward_predictor_batch_size,
             lr=reward_predictor_lr, noise_prob=noise_prob, weight_decay=reward_predictor_weight_decay,
-            reward_scale=reward_scale, torch_threads=trainer_torch_threads, seed=seed,
+            reward_scale=reward_scale, torch_threads=trainer_torch_threads, seed=seed, autosave_prefs=autosave_prefs,
         )
         try:
             self._workers.start("reward_trainer", run_reward_trainer, trainer_config, self._pref_queue,

@@ -114,3 +114,17 @@ def test_trainer_step_reduces_loss_on_a_fixed_batch():
         trainer.train_step(frames_a, frames_b, labels)
     last, acc = trainer.evaluate(frames_a, frames_b, labels)
     assert last < first * 0.5 and acc == 1.0 and trainer.predictor.training_step == 50
+
+
+@pytest.mark.parametrize("shape, batchnorm", [((84, 84, 4), False), ((12, 12), True), ((10,), True)])
+def test_fast_single_frame_path_matches_the_network(shape, batchnorm):
+    torch.manual_seed(0)
+    frames = np.random.default_rng(0).integers(0, 256, (64, *shape), dtype=np.uint8)
+    predictor = RewardPredictor(NetConfig(infer_frame_spec(frames[0]), batchnorm=batchnorm),
+                                normaliser=RewardNormaliser(0.1, 0.5, 2.0))
+    trainer = RewardTrainer(predictor, lr=1e-2)  # move weights and batchnorm statistics away from their init
+    for _ in range(3):
+        trainer.train_step(frames[:8].reshape(4, 2, *shape), frames[8:16].reshape(4, 2, *shape), np.ones(4, np.float32))
+    raw = predictor.raw_rewards(frames[:5])
+    fast = [predictor.reward(f) for f in frames[:5]]
+    np.testing.assert_allclose(fast, (raw - 0.1) / 0.5 * 2.0, rtol=1e-4, atol=1e-5)

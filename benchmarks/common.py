@@ -1,0 +1,51 @@
+"""Shared by the benchmarks: the two envs measured, and a checkpoint to predict rewards with."""
+from __future__ import annotations
+
+import os
+
+import gymnasium
+import numpy as np
+import torch
+
+import drlhp  # noqa: F401  (registers drlhp/MovingDot-v0)
+from drlhp.frames import infer_frame_spec
+from drlhp.reward_predictor import NetConfig, RewardPredictor
+
+
+def make_env(name: str) -> gymnasium.Env:
+    """``"moving_dot"`` (64x64x1) or ``"pong"`` (84x84 grayscale, frame skip 4, 4-frame stack)."""
+    if name == "moving_dot":
+        return gymnasium.make("drlhp/MovingDot-v0")
+    import ale_py
+    from gymnasium.wrappers import AtariPreprocessing, FrameStackObservation
+
+    gymnasium.register_envs(ale_py)
+    env = gymnasium.make("ALE/Pong-v5", frameskip=1, repeat_action_probability=0.0)
+    return FrameStackObservation(AtariPreprocessing(env, frame_skip=4, screen_size=84), 4)
+
+
+def untrained_checkpoint(env: gymnasium.Env, directory: str) -> str:
+    """Write a checkpoint of an untrained network for ``env``; its forward cost is what we measure."""
+    spec = infer_frame_spec(env.observation_space.sample())
+    path = os.path.join(directory, "reward_predictor.ckpt")
+    RewardPredictor(NetConfig(spec)).save(path)
+    return directory
+
+
+def steps_per_second(env: gymnasium.Env, n_steps: int, seed: int = 0) -> float:
+    """Random-action steps per second (actions drawn beforehand, so only stepping is timed)."""
+    import time
+
+    rng = np.random.default_rng(seed)
+    actions = rng.integers(0, env.action_space.n, n_steps)
+    env.reset(seed=seed)
+    start = time.perf_counter()
+    for a in actions:
+        _, _, terminated, truncated, _ = env.step(int(a))
+        if terminated or truncated:
+            env.reset()
+    return n_steps / (time.perf_counter() - start)
+
+
+def one_thread() -> None:
+    torch.set_num_threads(1)

@@ -1,0 +1,54 @@
+"""Synthetic labels per second reaching the preference database, and how many were lost.
+
+The env is stepped as fast as it goes for a fixed time (collecting only, no
+reward training); labels are counted where the interface sends them and where
+the trainer process stores them, after close() has drained the queue.
+Baseline in the same run: clips produced per second (the labeller asks one pair
+per new clip, so labelling can keep up with production at best).
+Aim: >= 200 labels/s, 0 lost.
+
+    python benchmarks/labelling_throughput.py [--seconds 20] [--envs moving_dot pong]
+"""
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+
+from common import make_env, one_thread
+from drlhp import HumanPreferencesEnvWrapper
+
+
+def measure(name: str, seconds: float, prefs_per_segment: float) -> None:
+    one_thread()
+    with tempfile.TemporaryDirectory() as tmp:
+        env = HumanPreferencesEnvWrapper(make_env(name), collect_prefs=True, train_reward=False, log_dir=tmp,
+                                         log_level=30, autosave_prefs=False,
+                                         synthetic_prefs_per_segment=prefs_per_segment)
+        with env:
+            env.reset(seed=0)
+            start = time.perf_counter()
+            while time.perf_counter() - start < seconds:
+                for _ in range(100):
+                    _, _, terminated, truncated, _ = env.step(env.action_space.sample())
+                    if terminated or truncated:
+                        env.reset()
+            elapsed = time.perf_counter() - start
+            received_in_time = env.stats()["prefs_received"]
+        stats = env.stats()  # after close(): the queue has been drained
+    lost = stats["labels_sent"] - stats["prefs_received"]
+    print(f"{name:10s} clips produced {stats['segments_sent'] + stats['segments_dropped']:6d} "
+          f"({(stats['segments_sent'] + stats['segments_dropped']) / elapsed:5.0f}/s), sent {stats['segments_sent']}, "
+          f"dropped {stats['segments_dropped']} | labels stored {received_in_time / elapsed:5.0f}/s (aim >= 200) "
+          f"= {received_in_time / max(stats['segments_sent'], 1):.2f} per clip sent | lost {lost} (must be 0)")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--envs", nargs="+", default=["moving_dot", "pong"])
+    parser.add_argument("--prefs-per-segment", type=float, default=1.0,
+                        help="synthetic labels asked per new clip (Pong makes only ~80 clips/s: try 4)")
+    args = parser.parse_args()
+    for name in args.envs:
+        measure(name, args.seconds, args.prefs_per_segment)

@@ -1,0 +1,94 @@
+"""Reward-trainer throughput: preference pairs trained per second by drlhp's trainer
+process vs a bare PyTorch loop of the same network, batch size and data, same run.
+
+drlhp: workflow 3 (train from a saved preference database, default settings:
+checkpoint + normaliser fit + validation every 100 steps, one torch thread).
+Bare loop: sample indices, stack frames, convert, forward, loss, backward, step.
+Aim: drlhp >= 0.9x the bare loop.
+
+    python benchmarks/trainer_throughput.py [--steps 60] [--envs moving_dot pong]
+"""
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+
+import numpy as np
+import torch
+
+from common import make_env, one_thread
+from drlhp import HumanPreferencesEnvWrapper
+from drlhp.frames import frames_to_net_input, infer_frame_spec
+from drlhp.pref_db import PrefBuffer
+from drlhp.reward_predictor import NetConfig, build_reward_net, preference_loss, segment_returns
+from drlhp.segments import Segment
+
+BATCH, LENGTH, N_SEGMENTS, N_PREFS = 16, 25, 200, 600
+
+
+def random_segments(shape, rng) -> list[Segment]:
+    return [Segment(i, rng.integers(0, 256, (LENGTH, *shape), dtype=np.uint8), rng.normal(size=LENGTH))
+            for i in range(N_SEGMENTS)]
+
+
+def bare_loop_pairs_per_s(segments, spec, n_steps: int, rng) -> float:
+    net = build_reward_net(NetConfig(spec)).train()
+    opt = torch.optim.Adam(net.parameters(), lr=3e-4)
+    frames = np.stack([s.frames for s in segments])
+    pairs = rng.integers(0, N_SEGMENTS, (N_PREFS, 2))
+    labels = rng.integers(0, 2, N_PREFS).astype(np.float32)
+
+    def step():
+        idx = rng.integers(0, N_PREFS, BATCH)
+        both = np.concatenate([frames[pairs[idx, 0]], frames[pairs[idx, 1]]]).reshape(-1, *spec.shape)
+        returns = segment_returns(net, frames_to_net_input(both, spec), 2 * BATCH)
+        loss = preference_loss(returns[:BATCH], returns[BATCH:], torch.from_numpy(labels[idx]))
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+
+    for _ in range(3):
+        step()
+    start = time.perf_counter()
+    for _ in range(n_steps):
+        step()
+    return n_steps * BATCH / (time.perf_counter() - start)
+
+
+def drlhp_pairs_per_s(name: str, segments, n_steps: int, rng, tmp: str) -> float:
+    buffer = PrefBuffer(N_PREFS, 0.2)
+    for a, b in rng.integers(0, N_SEGMENTS, (N_PREFS, 2)):
+        buffer.add(segments[a], segments[b], float(rng.integers(0, 2)))
+    buffer.save(tmp + "/prefs")
+    env = HumanPreferencesEnvWrapper(make_env(name), prefs_dir=tmp + "/prefs", collect_prefs=False, train_reward=True,
+                                     n_initial_training_steps=10**9, log_dir=tmp + "/log", log_level=30)
+    with env:
+        counter = lambda: env.stats()["training_steps"]  # noqa: E731
+        while counter() < 3:  # warm-up; the trainer process works on its own core
+            time.sleep(0.05)
+        first, start = counter(), time.perf_counter()
+        while counter() < first + n_steps:
+            time.sleep(0.05)
+        return (counter() - first) * BATCH / (time.perf_counter() - start)
+
+
+def measure(name: str, n_steps: int) -> None:
+    one_thread()
+    rng = np.random.default_rng(0)
+    spec = infer_frame_spec(make_env(name).observation_space.sample())
+    segments = random_segments(spec.shape, rng)
+    with tempfile.TemporaryDirectory() as tmp:
+        bare = bare_loop_pairs_per_s(segments, spec, n_steps, rng)
+        ours = drlhp_pairs_per_s(name, segments, n_steps, rng, tmp)
+    print(f"{name:10s} bare PyTorch loop {bare:6.1f} pairs/s | drlhp trainer process {ours:6.1f} pairs/s | "
+          f"ratio {ours / bare:.2f} (aim >= 0.9)")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--steps", type=int, default=60)
+    parser.add_argument("--envs", nargs="+", default=["moving_dot", "pong"])
+    args = parser.parse_args()
+    for name in args.envs:
+        measure(name, args.steps)

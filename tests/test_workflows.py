@@ -39,11 +39,13 @@ def test_batch_collection_then_save_prefs(tmp_path):
                                      log_dir=str(tmp_path), **FAST)
     try:
         step_until(env, lambda: env.stats()["prefs_received"] >= 20)
-        paths = env.save_prefs()
+        before = env.stats()["prefs_received"]
+        paths = env.save_prefs()  # labels keep arriving meanwhile: bracket the count
         received = env.stats()["prefs_received"]
         assert sorted(os.path.basename(p) for p in paths) == ["train.pkl.gz", "val.pkl.gz"]
         train, val = PrefDB.load(paths[0]), PrefDB.load(paths[1])
-        assert len(train) + len(val) == received and len(val) == received // 5
+        saved = len(train) + len(val)
+        assert before <= saved <= received and len(val) == saved // 5
         assert not os.path.exists(tmp_path / CKPT)  # nothing trained
         for a, b, label in train.prefs:  # synthetic labels agree with the true returns
             ra, rb = train.segments[a].true_return, train.segments[b].true_return

@@ -7,16 +7,18 @@ segment frames travel once, before the first label that uses them.
 from __future__ import annotations
 
 import logging
-import queue
 import random
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Optional, Tuple
+from typing import TYPE_CHECKING, List, Optional, Tuple
 
 from drlhp.labellers import Labeller, SyntheticLabeller
 from drlhp.messages import ForgetSegment, Preference, SegmentData
 from drlhp.segment_channel import SegmentChannel
 from drlhp.segments import Segment
+
+if TYPE_CHECKING:
+    from drlhp.human_labeller import HumanConfig
 
 log = logging.getLogger("drlhp.pref_interface")
 
@@ -27,8 +29,10 @@ class InterfaceConfig:
 
     max_segs: int = 200
     seed: Optional[int] = None
-    labeller: Optional[Labeller] = None  # None: SyntheticLabeller(pairs_per_segment)
+    labeller: Optional[Labeller] = None  # None: synthetic, or human with ``human`` set
     pairs_per_segment: float = 1.0
+    human: Optional["HumanConfig"] = None
+    max_episode_segments: int = 40  # how much of the last episode is kept to show a person
 
 
 class PrefInterface:
@@ -96,20 +100,60 @@ def _key(a: int, b: int) -> Tuple[int, int]:
     return (a, b) if a < b else (b, a)
 
 
+class EpisodeTracker:
+    """Collects the segments of the current episode; hands back the last complete one."""
+
+    def __init__(self, max_segments: int) -> None:
+        self.max_segments = max_segments
+        self.current: List[Segment] = []
+
+    def add(self, seg: Segment) -> Optional[List[Segment]]:
+        finished = None
+        if self.current and seg.episode != self.current[-1].episode:
+            finished, self.current = self.current, []
+        self.current = (self.current + [seg])[-self.max_segments:]
+        return finished
+
+
+def _make_labeller(config: InterfaceConfig, stop_event, idle) -> Labeller:
+    if config.labeller is not None:
+        return config.labeller
+    if config.human is not None:
+        from drlhp.human_labeller import HumanLabeller
+
+        return HumanLabeller(config.human, stop_event, idle)
+    return SyntheticLabeller(config.pairs_per_segment)
+
+
 def run_pref_interface(config: InterfaceConfig, channel: SegmentChannel, pref_queue, stop_event, stats) -> None:
     """Process main: receive segments, ask for labels, until ``stop_event`` is set."""
-    labeller = config.labeller or SyntheticLabeller(config.pairs_per_segment)
+    pending: List[Segment] = []
+
+    def receive(timeout: float) -> None:
+        seg = channel.receive(timeout)
+        while seg is not None:
+            pending.append(seg)
+            stats.segments_received.value += 1
+            seg = channel.receive(0.0)
+
+    # While a person thinks, the labeller keeps the channel drained (so no clip is
+    # dropped); the segments join the buffer after the answer, so a clip on screen
+    # is never forgotten in the middle of its question.
+    labeller = _make_labeller(config, stop_event, idle=lambda: receive(0.0))
     interface = PrefInterface(labeller, pref_queue, config.max_segs, config.seed)
+    episodes = EpisodeTracker(config.max_episode_segments)
     owed = 0.0  # pairs we may still ask about, earned by new segments
     try:
         while not stop_event.is_set():
             # Wait for a segment only when there is nothing to label right now.
-            seg = channel.receive(timeout=0.0 if owed >= 1 else 0.1)
-            while seg is not None:
+            receive(timeout=0.0 if owed >= 1 else 0.1)
+            for seg in pending:
                 interface.add_segment(seg)
-                stats.segments_received.value += 1
-                owed += labeller.pairs_per_segment if labeller.pairs_per_segment else 0
-                seg = channel.receive(timeout=0.0)
+                owed += labeller.pairs_per_segment or 0
+                finished = episodes.add(seg)
+                if finished and hasattr(labeller, "show_episode"):
+                    labeller.show_episode([f for s in finished for f in s.frames])
+            pending.clear()
             if labeller.pairs_per_segment is None:
                 owed = 1.0
             if owed < 1:

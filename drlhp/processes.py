@@ -30,7 +30,8 @@
   fast load; predicts each step's reward, normalises it, returns it.
 
 Every worker runs ``_worker_main``: it ignores Ctrl-C (the main process decides
-when to stop), exits by itself if the main process dies, and sends any exception
+when to stop), stops by itself if the main process dies (the trainer saving
+unsaved labels first; at most ``PARENT_DEATH_GRACE_S`` later it exits regardless), and sends any exception
 with its traceback on the error queue before exiting. The main process notices a
 dead worker through its process sentinel, so a worker killed by a signal is
 reported as promptly as one that raised.
@@ -44,6 +45,7 @@ import os
 import queue
 import signal
 import threading
+import time
 import traceback
 from typing import Callable, Dict, Optional
 
@@ -67,23 +69,30 @@ class SharedStats:
         return {k: v.value for k, v in vars(self).items()}
 
 
-def _exit_when_parent_dies() -> None:
+#: Seconds a worker whose parent died gets to finish (the trainer saves unsaved labels).
+PARENT_DEATH_GRACE_S = 30.0
+
+
+def _stop_when_parent_dies(stop_event) -> None:
     parent = multiprocessing.parent_process()
     if parent is None:
         return
 
     def watch() -> None:
         multiprocessing.connection.wait([parent.sentinel])
+        if stop_event is not None:
+            stop_event.set()  # stop as if close() had been called ...
+            time.sleep(PARENT_DEATH_GRACE_S)  # ... but never outlive the parent for long
         os._exit(1)
 
     threading.Thread(target=watch, name="drlhp-parent-watch", daemon=True).start()
 
 
-def _worker_main(name: str, target: Callable, args: tuple, error_queue, log_level: int) -> None:
+def _worker_main(name: str, target: Callable, args: tuple, error_queue, log_level: int, stop_event) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     logging.basicConfig(level=log_level, format=f"%(asctime)s drlhp[{name}] %(levelname)s %(message)s")
     logging.getLogger("drlhp").setLevel(log_level)
-    _exit_when_parent_dies()
+    _stop_when_parent_dies(stop_event)
     try:
         target(*args)
     except BaseException:
@@ -103,8 +112,9 @@ class Workers:
         self.procs: Dict[str, multiprocessing.process.BaseProcess] = {}
         self._stopping: set[str] = set()
 
-    def start(self, name: str, target: Callable, *args) -> None:
-        proc = self.ctx.Process(target=_worker_main, args=(name, target, args, self.errors, self.log_level),
+    def start(self, name: str, target: Callable, *args, stop_event=None) -> None:
+        """Run ``target(*args)`` in a new process; ``stop_event`` is set if this process dies."""
+        proc = self.ctx.Process(target=_worker_main, args=(name, target, args, self.errors, self.log_level, stop_event),
                                 name=f"drlhp-{name}", daemon=True)
         proc.start()
         self.procs[name] = proc

@@ -14,12 +14,14 @@ class Segment:
     """``length`` consecutive frames of one episode and the true rewards of those steps.
 
     ``frames`` has shape ``(length, *frame_shape)``; ``rewards`` has shape
-    ``(length,)`` (float64). ``seg_id`` is unique within one wrapper's run.
+    ``(length,)`` (float64). ``seg_id`` is unique within one wrapper's run;
+    ``episode`` counts the env's episodes (-1 where unknown, e.g. loaded from a file).
     """
 
     seg_id: int
     frames: np.ndarray
     rewards: np.ndarray
+    episode: int = -1
 
     @property
     def true_return(self) -> float:

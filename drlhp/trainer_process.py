@@ -61,6 +61,7 @@ class TrainerConfig:
     torch_threads: Optional[int] = 1
     seed: Optional[int] = None
     autosave_prefs: bool = True
+    autosave_interval: Optional[float] = None  # seconds; None: save only on request and at the end
 
     @property
     def ckpt_path(self) -> str:
@@ -120,6 +121,7 @@ class RewardTrainingLoop:
         self._pairs_trained = 0
         self._rate_clock = time.monotonic()
         self._start = time.monotonic()
+        self._next_autosave = self._start + (config.autosave_interval or 0)
 
     @property
     def step(self) -> int:
@@ -130,20 +132,38 @@ class RewardTrainingLoop:
             self.receiver.start()
         else:
             self.receiver.done.set()
+        stop_deadline = None
         try:
-            while not (self.stop_event.is_set() and self.receiver.done.is_set()):
+            while not self.receiver.done.is_set() or not self.stop_event.is_set():
+                if self.stop_event.is_set():
+                    # The interface sends an end marker when it stops; if it died without
+                    # one, stop anyway (and save what arrived) after a short wait.
+                    stop_deadline = stop_deadline or time.monotonic() + 5.0
+                    if time.monotonic() > stop_deadline:
+                        break
                 if self.receiver.error:
                     raise RuntimeError(f"preference receiver thread failed:\n{self.receiver.error}")
                 can_train = self.config.train_reward and len(self.buffer.train_db) >= self.config.n_initial_prefs
                 self._serve_command(timeout=0.0 if can_train else 0.05)
                 if can_train:
                     self._train_step()
+                self._maybe_autosave()
         finally:
             if self.config.collect_prefs and self.config.autosave_prefs and self.receiver.n_unsaved:
                 self._save_prefs(self.config.log_dir)
                 log.info("saved %d unsaved preferences to %s on close", self.receiver.n_unsaved, self.config.log_dir)
         if self.receiver.error:
             raise RuntimeError(f"preference receiver thread failed:\n{self.receiver.error}")
+
+    def _maybe_autosave(self) -> None:
+        if not self.config.autosave_interval or not self.receiver.n_unsaved or time.monotonic() < self._next_autosave:
+            return
+        start = time.monotonic()
+        self._save_prefs(self.config.log_dir)
+        # Large databases take long to write: keep saving to at most ~10 % of the time.
+        took = time.monotonic() - start
+        self._next_autosave = time.monotonic() + max(self.config.autosave_interval, 10 * took)
+        log.info("autosaved preferences to %s in %.1f s", self.config.log_dir, took)
 
     def _serve_command(self, timeout: float) -> None:
         try:

@@ -40,7 +40,8 @@ class HumanPreferencesEnvWrapper(gymnasium.Wrapper, gymnasium.utils.RecordConstr
         segment_length: frames per clip shown for a preference (25 frames: 1-2 s of Atari).
         synthetic_preferences: label pairs from the env's true reward (the clip with the
             larger true return wins, equal returns are "equally good").
-            ``False`` asks a person.
+            ``False`` asks a person: the two clips loop side by side in a window while
+            the terminal asks L / R / E (Enter: can't compare). Needs a display.
         collect_prefs: start the preference interface and gather labels.
         train_reward: train the reward predictor (on collected and/or loaded labels).
         log_dir: where checkpoints (``reward_predictor_checkpoints/reward_predictor.ckpt``),
@@ -67,6 +68,13 @@ class HumanPreferencesEnvWrapper(gymnasium.Wrapper, gymnasium.utils.RecordConstr
             clipped Atari rewards summed over a clip.
         labeller: your own labeller (see ``drlhp.labellers.Labeller``) instead of the
             built-in ones; it must be picklable, as it runs in the interface process.
+        display_zoom: whole-number zoom of the clips shown to a person (None: ~336 px tall).
+        display_fps: frame rate of the clips shown to a person.
+        human_terminal: the terminal where a person types answers: the controlling
+            terminal by default; name another (e.g. a tmux pane's ``/dev/pts/N``) when
+            the program runs without one.
+        prefs_autosave_interval: save unsaved labels into ``log_dir`` at most every this
+            many seconds (None: every 30 s with a person labelling, never for synthetic labels).
         max_segs: recent segments the preference interface picks pairs from.
         synthetic_prefs_per_segment: synthetic labels asked per new segment.
         segment_queue_size: segments in flight to the interface; when full, new ones are
@@ -109,6 +117,10 @@ class HumanPreferencesEnvWrapper(gymnasium.Wrapper, gymnasium.utils.RecordConstr
         noise_prob: float = 0.0,
         reward_scale: float = 0.05,
         labeller: Optional[Labeller] = None,
+        display_zoom: Optional[int] = None,
+        display_fps: float = 20.0,
+        human_terminal: str = "/dev/tty",
+        prefs_autosave_interval: Optional[float] = None,
         max_segs: int = 200,
         synthetic_prefs_per_segment: float = 1.0,
         segment_queue_size: int = 8,
@@ -125,13 +137,13 @@ class HumanPreferencesEnvWrapper(gymnasium.Wrapper, gymnasium.utils.RecordConstr
         gymnasium.Wrapper.__init__(self, env)
         self._closed = True  # until the processes exist, close() has nothing to stop
         _check_args(locals())
-        if not synthetic_preferences and collect_prefs and labeller is None:
-            raise NotImplementedError(
-                "Human labelling (synthetic_preferences=False) is not available yet; "
-                "use synthetic_preferences=True, or collect_prefs=False with prefs_dir=."
-            )
         self._transform = obs_transform_func or (lambda obs: obs)
         self.frame_spec = infer_frame_spec(self._transform(env.observation_space.sample()))
+        human = None
+        if not synthetic_preferences and collect_prefs and labeller is None:
+            human = _human_config(self.frame_spec, display_zoom, display_fps, human_terminal, log_dir)
+        if prefs_autosave_interval is None and human is not None:
+            prefs_autosave_interval = 30.0
         self.log_dir = log_dir
         self.segment_length = segment_length
         self.n_initial_training_steps = n_initial_training_steps
@@ -159,6 +171,7 @@ class HumanPreferencesEnvWrapper(gymnasium.Wrapper, gymnasium.utils.RecordConstr
             self._user_choice = True
 
         self._builder = SegmentBuilder(self.frame_spec, segment_length) if collect_prefs else None
+        self._episode, self._episode_steps = 0, 0
         self._workers: Optional[Workers] = None
         self._channel: Optional[SegmentChannel] = None
         if not (collect_prefs or train_reward):
@@ -179,15 +192,18 @@ class HumanPreferencesEnvWrapper(gymnasium.Wrapper, gymnasium.utils.RecordConstr
             ckpt_interval=reward_predictor_ckpt_interval, batch_size=reward_predictor_batch_size,
             lr=reward_predictor_lr, noise_prob=noise_prob, weight_decay=reward_predictor_weight_decay,
             reward_scale=reward_scale, torch_threads=trainer_torch_threads, seed=seed, autosave_prefs=autosave_prefs,
+            autosave_interval=prefs_autosave_interval,
         )
         try:
             self._workers.start("reward_trainer", run_reward_trainer, trainer_config, self._pref_queue,
-                                self._commands, self._replies, self._trainer_stop, self._stats)
+                                self._commands, self._replies, self._trainer_stop, self._stats,
+                                stop_event=self._trainer_stop)
             if collect_prefs:
                 self._channel = SegmentChannel(ctx, self.frame_spec, segment_length, segment_queue_size)
-                interface_config = InterfaceConfig(max_segs, seed, labeller, synthetic_prefs_per_segment)
+                interface_config = InterfaceConfig(max_segs, seed, labeller, synthetic_prefs_per_segment, human)
                 self._workers.start("pref_interface", run_pref_interface, interface_config, self._channel,
-                                    self._pref_queue, self._interface_stop, self._stats)
+                                    self._pref_queue, self._interface_stop, self._stats,
+                                    stop_event=self._interface_stop)
             # Wait until the trainer has loaded prefs_dir / the pretrained checkpoint, so
             # a bad file fails here, with its own message, rather than on a later step.
             self._await_reply("ready", timeout=120.0)
@@ -198,8 +214,7 @@ class HumanPreferencesEnvWrapper(gymnasium.Wrapper, gymnasium.utils.RecordConstr
     # -- gymnasium API ----------------------------------------------------------
     def reset(self, *, seed: Optional[int] = None, options: Optional[dict] = None):
         self._check_workers()
-        if self._builder is not None:
-            self._builder.end_episode()
+        self._end_episode()
         return self.env.reset(seed=seed, options=options)
 
     def step(self, action):
@@ -207,11 +222,12 @@ class HumanPreferencesEnvWrapper(gymnasium.Wrapper, gymnasium.utils.RecordConstr
         obs, reward, terminated, truncated, info = self.env.step(action)
         frame = self._transform(obs)
         if self._builder is not None:
+            self._episode_steps += 1
             segment = self._builder.add(frame, float(reward))
             if segment is not None:
-                self._channel.send(*segment)
+                self._channel.send(*segment, self._episode)
             if terminated or truncated:
-                self._builder.end_episode()
+                self._end_episode()
         info = dict(info)
         info[TRUE_REWARD_KEY] = reward
         self._maybe_reload_predictor()
@@ -219,6 +235,12 @@ class HumanPreferencesEnvWrapper(gymnasium.Wrapper, gymnasium.utils.RecordConstr
             reward = self._predictor.reward(frame)
             info[PREDICTED_REWARD_KEY] = reward
         return obs, reward, terminated, truncated, info
+
+    def _end_episode(self) -> None:
+        # Called at the end of an episode and again by the reset() that follows: count it once.
+        if self._builder is not None and self._episode_steps:
+            self._builder.end_episode()
+            self._episode, self._episode_steps = self._episode + 1, 0
 
     # -- which reward ------------------------------------------------------------
     @property
@@ -366,3 +388,31 @@ def _check_args(a: dict) -> None:
              "<log_dir>/reward_predictor_checkpoints of a previous run")
     need(a["collect_prefs"] or not a["train_reward"] or a["prefs_dir"] is not None,
          "train_reward=True with collect_prefs=False has nothing to train on: pass prefs_dir= (saved preferences)")
+
+
+def _human_config(spec, zoom, fps, terminal, log_dir):
+    """Check that a person can be shown clips and asked here; raise a clear error if not."""
+    from drlhp.display import display_problem
+    from drlhp.human_labeller import HumanConfig, import_cv2_gui
+    from drlhp.terminal import terminal_problem
+
+    if not spec.is_image:
+        raise ValueError("Human preferences need image observations to show; pass obs_transform_func= "
+                         "returning an image (HxW, HxWxC, CxHxW or SxHxWxC)")
+    problem = display_problem()
+    if problem:
+        raise RuntimeError(
+            f"Human preferences show clips in a window, but {problem}. Run on a desktop, with ssh -X, "
+            "or under a virtual display (Xvfb :99 & export DISPLAY=:99) and view it with a VNC client; "
+            "or collect with synthetic_preferences=True.")
+    problem = terminal_problem(terminal)
+    if problem:
+        raise RuntimeError(
+            f"Human preferences are typed in a terminal, but {problem}. Start the program from a terminal "
+            "(a shell or tmux; stdin may be redirected), or pass human_terminal='/dev/pts/N' naming the "
+            "terminal to ask in (`tty` prints a terminal's name).")
+    import_cv2_gui()
+    if fps <= 0 or (zoom is not None and zoom < 1):
+        raise ValueError(f"display_fps must be > 0 and display_zoom >= 1, got {fps}, {zoom}")
+    return HumanConfig(spec, zoom, fps, terminal, os.path.join(log_dir, "human_labels.csv"))
+

@@ -39,10 +39,9 @@ class FailingLabeller:
     (dict(prefs_dir="/nonexistent"), "prefs_dir"),
     (dict(pretrained_reward_predictor_dir="/nonexistent"), "pretrained_reward_predictor_dir"),
     (dict(collect_prefs=False, train_reward=True), "prefs_dir"),
-    (dict(synthetic_preferences=False), "synthetic_preferences"),
 ])
 def test_bad_arguments_fail_at_construction(tmp_path, kwargs, message):
-    with pytest.raises((ValueError, NotImplementedError), match=message):
+    with pytest.raises(ValueError, match=message):
         HumanPreferencesEnvWrapper(FakePixelEnv(), log_dir=str(tmp_path), **kwargs)
 
 

@@ -1,0 +1,140 @@
+"""A person labels pairs: the clips loop in a window while the terminal asks L / R / E.
+
+Runs in the preference-interface process. The wait for an answer is a loop at
+``fps``: draw the next frame of both clips (and of the last full episode in a
+second window), let OpenCV handle window events for the rest of the frame's
+time (a key pressed in the window answers too), then read whatever was typed
+in the terminal. Playback never stops while the question waits.
+"""
+from __future__ import annotations
+
+import csv
+import os
+import time
+from dataclasses import dataclass
+from typing import Callable, List, Optional
+
+import numpy as np
+
+from drlhp.display import auto_zoom, compose_pair, displayable, zoomed
+from drlhp.frames import FrameSpec
+from drlhp.segments import Segment
+from drlhp.terminal import HELP, InvalidAnswer, TerminalPrompt, parse_answer
+
+PAIR_WINDOW = "drlhp: which clip is better?"
+EPISODE_WINDOW = "drlhp: last full episode"
+LOG_COLUMNS = ("pair", "clip_left", "clip_right", "label", "seconds_to_answer", "display_fps",
+               "seconds_from_last_answer_to_this_pair")
+QUESTION = "[L]eft better, [R]ight better, [E]qual, Enter = can't compare: "
+
+
+@dataclass(frozen=True)
+class HumanConfig:
+    """How pairs are shown to a person and where the answers are typed."""
+
+    frame_spec: FrameSpec
+    zoom: Optional[int] = None  # None: about 336 px per clip
+    fps: float = 20.0
+    terminal: str = "/dev/tty"
+    log_path: Optional[str] = None  # CSV of answers and display timings
+
+
+def import_cv2_gui():
+    """``cv2`` with a GUI, or an ImportError saying what to install."""
+    try:
+        import cv2
+    except ImportError as e:
+        raise ImportError('Human labelling shows clips with OpenCV: pip install "drlhp[gui]" '
+                          "(opencv-python; not opencv-python-headless)") from e
+    gui = [line for line in cv2.getBuildInformation().splitlines() if line.strip().startswith("GUI:")]
+    if gui and gui[0].split(":", 1)[1].strip().upper() == "NONE":
+        raise ImportError("The installed OpenCV has no GUI (opencv-python-headless?). pip uninstall "
+                          'opencv-python-headless, then pip install "drlhp[gui]"')
+    return cv2
+
+
+class HumanLabeller:
+    """Asks a person about each pair; ``None`` (incomparable) when they just press Enter."""
+
+    pairs_per_segment = None  # ask as fast as the person answers
+
+    def __init__(self, config: HumanConfig, stop_event, idle: Callable[[], None] = lambda: None) -> None:
+        self.cv2 = import_cv2_gui()
+        fonts = "/usr/share/fonts/truetype/dejavu"
+        if os.path.isdir(fonts):  # OpenCV's Qt ships no fonts and complains without them
+            os.environ.setdefault("QT_QPA_FONTDIR", fonts)
+        self.config, self.stop_event, self.idle = config, stop_event, idle
+        self.zoom = config.zoom or auto_zoom(config.frame_spec)
+        self.prompt = TerminalPrompt(config.terminal)
+        self.episode: List[np.ndarray] = []
+        self._episode_i = 0
+        self.n_asked = 0
+        self._last_answer: Optional[float] = None
+        self._log = None
+        if config.log_path:
+            new = not os.path.exists(config.log_path)
+            self._log = open(config.log_path, "a", newline="")
+            self._writer = csv.writer(self._log)
+            if new:
+                self._writer.writerow(LOG_COLUMNS)
+        self.cv2.namedWindow(PAIR_WINDOW, self.cv2.WINDOW_AUTOSIZE)
+
+    def show_episode(self, frames: List[np.ndarray]) -> None:
+        """Loop these frames (the agent's last full episode) in the smaller window."""
+        zoom = max(1, self.zoom // 2)
+        self.episode = [zoomed(displayable(f, self.config.frame_spec), zoom)[..., ::-1] for f in frames]
+        self._episode_i = 0
+
+    def label(self, a: Segment, b: Segment) -> Optional[float]:
+        cv2, spec = self.cv2, self.config.frame_spec
+        self.n_asked += 1
+        left = [displayable(f, spec) for f in a.frames]
+        right = [displayable(f, spec) for f in b.frames]
+        self.prompt.drain()
+        self.prompt.say(f"\nPair {self.n_asked}: clip {a.seg_id} (L) vs clip {b.seg_id} (R). {QUESTION}")
+        tick = 1.0 / self.config.fps
+        shown_at = next_frame = time.monotonic()
+        since_last = shown_at - self._last_answer if self._last_answer is not None else float("nan")
+        n_frames = 0
+        while not self.stop_event.is_set():
+            i = n_frames % len(left)
+            cv2.imshow(PAIR_WINDOW, compose_pair(left[i], right[i], self.zoom, (i + 1) / len(left), f"pair {self.n_asked}"))
+            if self.episode:
+                cv2.imshow(EPISODE_WINDOW, self.episode[self._episode_i % len(self.episode)])
+                self._episode_i += 1
+            n_frames += 1
+            next_frame = max(next_frame + tick, time.monotonic())  # late: don't race to catch up
+            typed = []
+            key = cv2.waitKey(max(1, int((next_frame - time.monotonic()) * 1000)))
+            if key != -1 and chr(key & 0xFF).lower() in "lre":
+                typed.append(chr(key & 0xFF))
+                self.prompt.say(f"{typed[0].upper()} (pressed in the window)\n")
+            typed += self.prompt.lines(timeout=0)
+            for text in typed:
+                try:
+                    label = parse_answer(text)
+                except InvalidAnswer:
+                    self.prompt.say(f"{HELP}\nPair {self.n_asked}: {QUESTION}")
+                    continue
+                now = time.monotonic()
+                self._last_answer = now
+                self._record(a, b, label, now - shown_at, n_frames / max(now - shown_at, 1e-9), since_last)
+                return label
+            self.idle()
+        return None
+
+    def _record(self, a: Segment, b: Segment, label, seconds, fps, since_last) -> None:
+        if self._log is not None:
+            self._writer.writerow([self.n_asked, a.seg_id, b.seg_id, "" if label is None else label,
+                                   f"{seconds:.3f}", f"{fps:.1f}", f"{since_last:.3f}"])
+            self._log.flush()
+
+    def close(self) -> None:
+        self.prompt.close()
+        if self._log is not None:
+            self._log.close()
+        try:
+            self.cv2.destroyAllWindows()
+            self.cv2.waitKey(1)
+        except Exception:
+            pass

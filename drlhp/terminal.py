@@ -1,0 +1,81 @@
+"""Asking a person in a terminal, without blocking the video that plays meanwhile.
+
+The preference interface runs in a child process whose stdin multiprocessing
+has replaced with /dev/null (the bug that made the original drlhp record every
+answer as "incomparable"). So it opens the terminal itself: the controlling
+terminal ``/dev/tty`` by default (works from a shell, inside tmux, and with the
+main program's stdin redirected), or a terminal named explicitly.
+"""
+from __future__ import annotations
+
+import os
+import select
+from typing import List, Optional
+
+#: What a person types, and the label it means (P(left clip is better)).
+ANSWERS = {"l": 1.0, "left": 1.0, "r": 0.0, "right": 0.0, "e": 0.5, "equal": 0.5}
+INCOMPARABLE = None
+HELP = "Type L (left is better), R (right is better), E (equally good), or just Enter if they can't be compared."
+
+
+class InvalidAnswer(ValueError):
+    pass
+
+
+def parse_answer(text: str) -> Optional[float]:
+    """1.0, 0.0 or 0.5 for L / R / E (any case), None for an empty answer; raises InvalidAnswer otherwise."""
+    word = text.strip().lower()
+    if word == "":
+        return INCOMPARABLE
+    if word in ANSWERS:
+        return ANSWERS[word]
+    raise InvalidAnswer(word)
+
+
+def terminal_problem(path: str) -> Optional[str]:
+    """Why ``path`` cannot be used to ask questions, or None."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_NOCTTY)
+    except OSError as e:
+        return f"cannot open the terminal {path} ({e.strerror})"
+    try:
+        if not os.isatty(fd):
+            return f"{path} is not a terminal"
+    finally:
+        os.close(fd)
+    return None
+
+
+class TerminalPrompt:
+    """Writes questions to a terminal and collects the lines typed there, without blocking."""
+
+    def __init__(self, path: str = "/dev/tty") -> None:
+        self.fd = os.open(path, os.O_RDWR | os.O_NOCTTY)
+        self._partial = b""
+
+    def say(self, text: str) -> None:
+        os.write(self.fd, text.encode())
+
+    def drain(self) -> None:
+        """Forget anything typed before the question was asked."""
+        while self.lines(timeout=0):
+            pass
+        self._partial = b""
+
+    def lines(self, timeout: float) -> List[str]:
+        """Complete lines typed so far (waits up to ``timeout`` s for the first)."""
+        out: List[str] = []
+        while select.select([self.fd], [], [], timeout)[0]:
+            data = os.read(self.fd, 4096)
+            if not data:
+                break
+            *done, self._partial = (self._partial + data).split(b"\n")
+            out += [d.decode(errors="replace").rstrip("\r") for d in done]
+            timeout = 0
+        return out
+
+    def close(self) -> None:
+        try:
+            os.close(self.fd)
+        except OSError:
+            pass

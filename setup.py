@@ -17,6 +17,6 @@ setup(
     extras_require={
         "gui": ["opencv-python>=4.8"],
         "examples": ["stable-baselines3>=2.3", "ale-py>=0.9"],
-        "dev": ["pytest>=7", "pytest-timeout>=2", "scipy>=1.10", "stable-baselines3>=2.3"],
+        "dev": ["pytest>=7", "pytest-timeout>=2", "scipy>=1.10", "stable-baselines3>=2.3", "opencv-python>=4.8"],
     },
 )

@@ -46,13 +46,14 @@ def displayable(frame: np.ndarray, spec: FrameSpec) -> np.ndarray:
 
 def auto_zoom(spec: FrameSpec, target_px: int = 336) -> int:
     """A whole-number zoom that shows a frame about ``target_px`` tall (84x84 -> 4x)."""
-    h, w = _frame_hw(spec)
+    h, w = frame_hw(spec)
     return max(1, round(target_px / max(h, w)))
 
 
-def _frame_hw(spec: FrameSpec) -> tuple[int, int]:
+def frame_hw(spec: FrameSpec) -> tuple[int, int]:
+    """Height and width of an image frame."""
     s = spec.shape
-    return {"HW": (s[0], s[1]), "HWC": (s[0], s[1]), "CHW": (s[1], s[2]), "SHWC": (s[1], s[2])}[spec.layout]
+    return (s[0], s[1]) if spec.layout in ("HW", "HWC") else (s[1], s[2])
 
 
 def zoomed(img: np.ndarray, zoom: int) -> np.ndarray:

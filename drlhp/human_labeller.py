@@ -16,7 +16,7 @@ from typing import Callable, List, Optional
 
 import numpy as np
 
-from drlhp.display import auto_zoom, compose_pair, displayable, zoomed
+from drlhp.display import BORDER_PX, frame_hw, auto_zoom, compose_pair, displayable, zoomed
 from drlhp.frames import FrameSpec
 from drlhp.segments import Segment
 from drlhp.terminal import HELP, InvalidAnswer, TerminalPrompt, parse_answer
@@ -77,12 +77,21 @@ class HumanLabeller:
             self._writer = csv.writer(self._log)
             if new:
                 self._writer.writerow(LOG_COLUMNS)
-        self.cv2.namedWindow(PAIR_WINDOW, self.cv2.WINDOW_AUTOSIZE)
+        # GUI_NORMAL: no Qt toolbar or status bar, just the picture.
+        self.cv2.namedWindow(PAIR_WINDOW, self.cv2.WINDOW_AUTOSIZE | self.cv2.WINDOW_GUI_NORMAL)
+        self.cv2.namedWindow(EPISODE_WINDOW, self.cv2.WINDOW_AUTOSIZE | self.cv2.WINDOW_GUI_NORMAL)
+        # Beside the pair window, not on top of it (without a window manager both open at 0, 0).
+        h, w = frame_hw(config.frame_spec)
+        self.cv2.moveWindow(PAIR_WINDOW, 0, 0)
+        self.cv2.moveWindow(EPISODE_WINDOW, 2 * w * self.zoom + BORDER_PX + 20, 0)
 
     def show_episode(self, frames: List[np.ndarray]) -> None:
-        """Loop these frames (the agent's last full episode) in the smaller window."""
-        zoom = max(1, self.zoom // 2)
-        self.episode = [zoomed(displayable(f, self.config.frame_spec), zoom)[..., ::-1] for f in frames]
+        """Loop these frames (the agent's last full episode) in the smaller window.
+
+        Called for every finished episode, often many times between two frames
+        drawn: only the list is kept; each frame is converted when it is drawn.
+        """
+        self.episode = frames
         self._episode_i = 0
 
     def label(self, a: Segment, b: Segment) -> Optional[float]:
@@ -100,7 +109,8 @@ class HumanLabeller:
             i = n_frames % len(left)
             cv2.imshow(PAIR_WINDOW, compose_pair(left[i], right[i], self.zoom, (i + 1) / len(left), f"pair {self.n_asked}"))
             if self.episode:
-                cv2.imshow(EPISODE_WINDOW, self.episode[self._episode_i % len(self.episode)])
+                frame = displayable(self.episode[self._episode_i % len(self.episode)], spec)
+                cv2.imshow(EPISODE_WINDOW, zoomed(frame, max(1, self.zoom // 2))[..., ::-1])
                 self._episode_i += 1
             n_frames += 1
             next_frame = max(next_frame + tick, time.monotonic())  # late: don't race to catch up

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import random
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, List, Optional, Tuple
 
@@ -101,17 +101,17 @@ def _key(a: int, b: int) -> Tuple[int, int]:
 
 
 class EpisodeTracker:
-    """Collects the segments of the current episode; hands back the last complete one."""
+    """Collects the (latest ``max_segments``) segments of the current episode; hands back the last complete one."""
 
     def __init__(self, max_segments: int) -> None:
-        self.max_segments = max_segments
-        self.current: List[Segment] = []
+        self.current: "deque[Segment]" = deque(maxlen=max_segments)
 
     def add(self, seg: Segment) -> Optional[List[Segment]]:
         finished = None
         if self.current and seg.episode != self.current[-1].episode:
-            finished, self.current = self.current, []
-        self.current = (self.current + [seg])[-self.max_segments:]
+            finished = list(self.current)
+            self.current.clear()
+        self.current.append(seg)
         return finished
 
 
@@ -127,21 +127,26 @@ def _make_labeller(config: InterfaceConfig, stop_event, idle) -> Labeller:
 
 def run_pref_interface(config: InterfaceConfig, channel: SegmentChannel, pref_queue, stop_event, stats) -> None:
     """Process main: receive segments, ask for labels, until ``stop_event`` is set."""
-    pending: List[Segment] = []
+    # While a person thinks, the labeller keeps the channel drained (so no clip is
+    # dropped); the segments join the buffer after the answer, so a clip on screen
+    # is never forgotten in the middle of its question. Older ones than the buffer
+    # holds would be evicted at once, so they are not kept.
+    pending: "deque[Segment]" = deque(maxlen=config.max_segs)
+    episodes = EpisodeTracker(config.max_episode_segments)
+    labeller: Labeller
 
     def receive(timeout: float) -> None:
         seg = channel.receive(timeout)
         while seg is not None:
             pending.append(seg)
             stats.segments_received.value += 1
+            finished = episodes.add(seg)
+            if finished and hasattr(labeller, "show_episode"):
+                labeller.show_episode([f for s in finished for f in s.frames])
             seg = channel.receive(0.0)
 
-    # While a person thinks, the labeller keeps the channel drained (so no clip is
-    # dropped); the segments join the buffer after the answer, so a clip on screen
-    # is never forgotten in the middle of its question.
     labeller = _make_labeller(config, stop_event, idle=lambda: receive(0.0))
     interface = PrefInterface(labeller, pref_queue, config.max_segs, config.seed)
-    episodes = EpisodeTracker(config.max_episode_segments)
     owed = 0.0  # pairs we may still ask about, earned by new segments
     try:
         while not stop_event.is_set():
@@ -150,9 +155,6 @@ def run_pref_interface(config: InterfaceConfig, channel: SegmentChannel, pref_qu
             for seg in pending:
                 interface.add_segment(seg)
                 owed += labeller.pairs_per_segment or 0
-                finished = episodes.add(seg)
-                if finished and hasattr(labeller, "show_episode"):
-                    labeller.show_episode([f for s in finished for f in s.frames])
             pending.clear()
             if labeller.pairs_per_segment is None:
                 owed = 1.0

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from conftest import FAST, FakePixelEnv, step_until, wait_for
-from drlhp import HumanPreferencesEnvWrapper, WorkerError
+from drlhp import HumanPreferencesEnvWrapper, PrefDB, WorkerError
 
 
 class FailingLabeller:
@@ -104,16 +104,17 @@ def test_switch_to_predicted_reward_without_a_checkpoint_explains_itself(tmp_pat
             env.switch_to_predicted_reward()
 
 
-def test_children_exit_when_the_main_process_dies(tmp_path):
+def test_children_save_labels_and_exit_when_the_main_process_dies(tmp_path):
     script = textwrap.dedent(f"""
         import os, sys
         sys.path.insert(0, {os.path.dirname(__file__)!r})
-        from conftest import FakePixelEnv, FAST
+        from conftest import FakePixelEnv, FAST, step_until
         from drlhp import HumanPreferencesEnvWrapper
         if __name__ == "__main__":
             env = HumanPreferencesEnvWrapper(FakePixelEnv(), log_dir={str(tmp_path)!r}, **FAST)
+            step_until(env, lambda: env.stats()["prefs_received"] >= 10)
             print(" ".join(str(p.pid) for p in env._workers.procs.values()), flush=True)
-            os.kill(os.getpid(), 9)
+            os.kill(os.getpid(), 9)  # a crash: no close(), no save_prefs()
     """)
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     pids = [int(p) for p in proc.stdout.split()]
@@ -126,4 +127,15 @@ def test_children_exit_when_the_main_process_dies(tmp_path):
         except FileNotFoundError:
             return True
 
-    assert wait_for(lambda: all(gone(p) for p in pids), timeout=10), "orphaned drlhp workers are still running"
+    assert wait_for(lambda: all(gone(p) for p in pids), timeout=40), "orphaned drlhp workers are still running"
+    saved = PrefDB.load(str(tmp_path / "train.pkl.gz")), PrefDB.load(str(tmp_path / "val.pkl.gz"))
+    assert sum(len(db) for db in saved) >= 10  # the labels made before the crash survived it
+
+
+def test_labels_are_autosaved_at_intervals(tmp_path):
+    with HumanPreferencesEnvWrapper(FakePixelEnv(), log_dir=str(tmp_path), train_reward=False,
+                                    prefs_autosave_interval=0.2, **FAST) as env:
+        step_until(env, lambda: env.stats()["prefs_received"] >= 5)
+        path = str(tmp_path / "train.pkl.gz")
+        assert wait_for(lambda: os.path.exists(path), timeout=10), "no autosave happened"
+        assert len(PrefDB.load(path)) >= 1

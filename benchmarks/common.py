@@ -49,3 +49,20 @@ def steps_per_second(env: gymnasium.Env, n_steps: int, seed: int = 0) -> float:
 
 def one_thread() -> None:
     torch.set_num_threads(1)
+
+
+def run_per_env(doc: str, measure, count_flag: str, count_default, *extra_args) -> None:
+    """Command line shared by the per-env benchmarks: ``measure(env_name, count, *extras)`` for each env.
+
+    ``extra_args``: (flag, type, default, help) for further options, passed on in order.
+    """
+    import argparse
+
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument(count_flag, type=type(count_default), default=count_default)
+    parser.add_argument("--envs", nargs="+", default=["moving_dot", "pong"])
+    for flag, kind, default, help_text in extra_args:
+        parser.add_argument(flag, type=kind, default=default, help=help_text)
+    values = list(vars(parser.parse_args()).values())
+    for name in values[1]:
+        measure(name, values[0], *values[2:])

@@ -11,11 +11,10 @@ Aim: >= 200 labels/s, 0 lost.
 """
 from __future__ import annotations
 
-import argparse
 import tempfile
 import time
 
-from common import make_env, one_thread
+from common import make_env, one_thread, run_per_env
 from drlhp import HumanPreferencesEnvWrapper
 
 
@@ -44,11 +43,4 @@ def measure(name: str, seconds: float, prefs_per_segment: float) -> None:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--seconds", type=float, default=20.0)
-    parser.add_argument("--envs", nargs="+", default=["moving_dot", "pong"])
-    parser.add_argument("--prefs-per-segment", type=float, default=1.0,
-                        help="synthetic labels asked per new clip (Pong makes only ~80 clips/s: try 4)")
-    args = parser.parse_args()
-    for name in args.envs:
-        measure(name, args.seconds, args.prefs_per_segment)
+    run_per_env(__doc__, measure, "--seconds", 20.0, ("--prefs-per-segment", float, 1.0, "synthetic labels asked per new clip (Pong makes only ~80 clips/s: try 4)"))

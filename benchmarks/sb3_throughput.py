@@ -8,13 +8,12 @@ thread for this process, one for the trainer). Aim: wrapped >= 0.85x raw.
 """
 from __future__ import annotations
 
-import argparse
 import tempfile
 import time
 
 from stable_baselines3 import PPO
 
-from common import make_env, one_thread, untrained_checkpoint
+from common import make_env, one_thread, run_per_env, untrained_checkpoint
 from drlhp import HumanPreferencesEnvWrapper
 
 
@@ -41,9 +40,4 @@ def measure(name: str, n_steps: int) -> None:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--steps", type=int, default=4096)
-    parser.add_argument("--envs", nargs="+", default=["moving_dot", "pong"])
-    args = parser.parse_args()
-    for name in args.envs:
-        measure(name, args.steps)
+    run_per_env(__doc__, measure, "--steps", 4096)

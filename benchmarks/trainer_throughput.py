@@ -10,14 +10,13 @@ Aim: drlhp >= 0.9x the bare loop.
 """
 from __future__ import annotations
 
-import argparse
 import tempfile
 import time
 
 import numpy as np
 import torch
 
-from common import make_env, one_thread
+from common import make_env, one_thread, run_per_env
 from drlhp import HumanPreferencesEnvWrapper
 from drlhp.frames import frames_to_net_input, infer_frame_spec
 from drlhp.pref_db import PrefBuffer
@@ -86,9 +85,4 @@ def measure(name: str, n_steps: int) -> None:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--steps", type=int, default=60)
-    parser.add_argument("--envs", nargs="+", default=["moving_dot", "pong"])
-    args = parser.parse_args()
-    for name in args.envs:
-        measure(name, args.steps)
+    run_per_env(__doc__, measure, "--steps", 60)

@@ -14,14 +14,13 @@ Aim: (b) <= 1.2x forward: the wrapper adds little beyond the forward pass it mus
 """
 from __future__ import annotations
 
-import argparse
 import tempfile
 import time
 
 import numpy as np
 import torch
 
-from common import make_env, one_thread, steps_per_second, untrained_checkpoint
+from common import make_env, one_thread, run_per_env, steps_per_second, untrained_checkpoint
 from drlhp import HumanPreferencesEnvWrapper
 from drlhp.frames import frames_to_net_input
 from drlhp.reward_predictor import RewardPredictor
@@ -82,9 +81,4 @@ def measure(name: str, n_steps: int) -> None:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--steps", type=int, default=20_000)
-    parser.add_argument("--envs", nargs="+", default=["moving_dot", "pong"])
-    args = parser.parse_args()
-    for name in args.envs:
-        measure(name, args.steps)
+    run_per_env(__doc__, measure, "--steps", 20_000)

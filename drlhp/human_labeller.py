@@ -113,7 +113,10 @@ class HumanLabeller:
                 cv2.imshow(EPISODE_WINDOW, zoomed(frame, max(1, self.zoom // 2))[..., ::-1])
                 self._episode_i += 1
             n_frames += 1
-            next_frame = max(next_frame + tick, time.monotonic())  # late: don't race to catch up
+            last_drawn = time.monotonic()
+            # Keep to the schedule (waitKey often wakes a millisecond late), but after a
+            # real stall (more than a frame behind) restart it rather than race to catch up.
+            next_frame = max(next_frame + tick, time.monotonic() - tick)
             typed = []
             key = cv2.waitKey(max(1, int((next_frame - time.monotonic()) * 1000)))
             if key != -1 and chr(key & 0xFF).lower() in "lre":
@@ -128,7 +131,8 @@ class HumanLabeller:
                     continue
                 now = time.monotonic()
                 self._last_answer = now
-                self._record(a, b, label, now - shown_at, n_frames / max(now - shown_at, 1e-9), since_last)
+                fps = (n_frames - 1) / (last_drawn - shown_at) if n_frames > 1 else float("nan")
+                self._record(a, b, label, now - shown_at, fps, since_last)
                 return label
             self.idle()
         return None

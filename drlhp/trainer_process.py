@@ -141,17 +141,20 @@ class RewardTrainingLoop:
                     stop_deadline = stop_deadline or time.monotonic() + 5.0
                     if time.monotonic() > stop_deadline:
                         break
-                if self.receiver.error:
-                    raise RuntimeError(f"preference receiver thread failed:\n{self.receiver.error}")
+                self._check_receiver()
                 can_train = self.config.train_reward and len(self.buffer.train_db) >= self.config.n_initial_prefs
                 self._serve_command(timeout=0.0 if can_train else 0.05)
                 if can_train:
                     self._train_step()
                 self._maybe_autosave()
         finally:
-            if self.config.collect_prefs and self.config.autosave_prefs and self.receiver.n_unsaved:
+            n_unsaved = self.receiver.n_unsaved
+            if self.config.collect_prefs and self.config.autosave_prefs and n_unsaved:
                 self._save_prefs(self.config.log_dir)
-                log.info("saved %d unsaved preferences to %s on close", self.receiver.n_unsaved, self.config.log_dir)
+                log.info("saved %d unsaved preferences to %s on close", n_unsaved, self.config.log_dir)
+        self._check_receiver()
+
+    def _check_receiver(self) -> None:
         if self.receiver.error:
             raise RuntimeError(f"preference receiver thread failed:\n{self.receiver.error}")
 
@@ -220,7 +223,7 @@ class RewardTrainingLoop:
             "n_train_prefs": len(self.buffer.train_db),
             "n_val_prefs": len(self.buffer.val_db),
             "train_loss": float(np.mean(self._recent["loss"])),
-            "train_accuracy": float(np.nanmean(self._recent["accuracy"])) if not np.all(np.isnan(self._recent["accuracy"])) else float("nan"),
+            "train_accuracy": _mean_ignoring_nan(self._recent["accuracy"]),
             "val_loss": val_loss,
             "val_accuracy": val_acc,
             "pairs_per_second": self._pairs_trained / max(now - self._rate_clock, 1e-9),
@@ -236,6 +239,12 @@ class RewardTrainingLoop:
         log.info("reward step %d: train loss %.4f acc %.3f | val loss %.4f acc %.3f | %d/%d prefs | %.0f pairs/s",
                  row["training_step"], row["train_loss"], row["train_accuracy"], val_loss, val_acc,
                  row["n_train_prefs"], row["n_val_prefs"], row["pairs_per_second"])
+
+
+def _mean_ignoring_nan(values: list) -> float:
+    """Batches of only tie labels have no accuracy (NaN); average the others."""
+    kept = [v for v in values if not np.isnan(v)]
+    return float(np.mean(kept)) if kept else float("nan")
 
 
 def run_reward_trainer(config: TrainerConfig, pref_queue, commands, replies, stop_event, stats) -> None:

@@ -17,7 +17,8 @@ from drlhp.labellers import Labeller
 from drlhp.messages import SavePrefs
 from drlhp.pref_interface import InterfaceConfig, run_pref_interface
 from drlhp.processes import SharedStats, WorkerError, Workers
-from drlhp.reward_predictor import NetConfig, RewardPredictor, checkpoint_path
+from drlhp.reward_predictor import (CHECKPOINT_DIRNAME, CHECKPOINT_FILENAME, NetConfig, RewardPredictor,
+                                    checkpoint_path)
 from drlhp.segment_channel import SegmentChannel
 from drlhp.segments import SegmentBuilder
 from drlhp.trainer_process import TrainerConfig, run_reward_trainer
@@ -149,8 +150,9 @@ class HumanPreferencesEnvWrapper(gymnasium.Wrapper, gymnasium.utils.RecordConstr
         self.n_initial_training_steps = n_initial_training_steps
         self.close_timeout = close_timeout
         self._ckpt_poll_interval = ckpt_poll_interval
-        self._ckpt_path = os.path.join(log_dir, "reward_predictor_checkpoints", "reward_predictor.ckpt")
-        self._ckpt_seen: Optional[tuple] = None
+        self._ckpt_path = os.path.join(log_dir, CHECKPOINT_DIRNAME, CHECKPOINT_FILENAME)
+        # A checkpoint already in log_dir is from an earlier run: only load ones this run writes.
+        self._ckpt_seen: Optional[tuple] = _file_version(self._ckpt_path)
         self._next_ckpt_poll = 0.0
         self._user_choice: Optional[bool] = None  # explicit switch_to_*() wins over the automatic switch
         self._predictor: Optional[RewardPredictor] = None
@@ -272,13 +274,10 @@ class HumanPreferencesEnvWrapper(gymnasium.Wrapper, gymnasium.utils.RecordConstr
         if now < self._next_ckpt_poll or self._workers is None:
             return
         self._next_ckpt_poll = now + self._ckpt_poll_interval
-        try:
-            st = os.stat(self._ckpt_path)
-        except FileNotFoundError:
-            return
-        if (st.st_mtime_ns, st.st_size, st.st_ino) != self._ckpt_seen:
+        version = _file_version(self._ckpt_path)
+        if version is not None and version != self._ckpt_seen:
             self._predictor = RewardPredictor.load(self._ckpt_path)
-            self._ckpt_seen = (st.st_mtime_ns, st.st_size, st.st_ino)
+            self._ckpt_seen = version
 
     # -- preferences ---------------------------------------------------------------
     def save_prefs(self, timeout: float = 120.0) -> list[str]:
@@ -360,6 +359,15 @@ class HumanPreferencesEnvWrapper(gymnasium.Wrapper, gymnasium.utils.RecordConstr
                 self.close()
             except Exception:
                 pass
+
+
+def _file_version(path: str) -> Optional[tuple]:
+    """What changes when a file is replaced (one stat call), or None if there is no file."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return st.st_mtime_ns, st.st_size, st.st_ino
 
 
 def _check_args(a: dict) -> None:

@@ -1,24 +1,65 @@
-"""Helpers shared by the examples: command-line arguments from a dataclass, a warm-up, a progress printer."""
+"""What the examples share: their arguments, and the run itself -- a random policy plays
+until the reward predictor is ready, then the agent learns from predicted rewards only."""
 from __future__ import annotations
 
 import argparse
 import dataclasses
 import time
 from collections import deque
+from dataclasses import dataclass, field
+from typing import Callable
 
+import gymnasium
 import numpy as np
+from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
 
 from drlhp import TRUE_REWARD_KEY, HumanPreferencesEnvWrapper
 
 
-def parse_args(args_class, description: str):
-    """Fill ``args_class`` (a dataclass whose fields carry ``metadata["help"]``) from the command line."""
+@dataclass
+class Args:
+    total_timesteps: int = field(default=30_000, metadata={"help": "agent steps in total"})
+    log_dir: str = field(default="drlhp_logs", metadata={"help": "checkpoints, preferences, metrics"})
+    seed: int = field(default=0, metadata={"help": "seed of the env, the agent and drlhp"})
+    segment_length: int = field(default=25, metadata={"help": "frames per clip compared"})
+    n_initial_prefs: int = field(default=40, metadata={"help": "labels before reward training starts"})
+    n_initial_training_steps: int = field(default=50, metadata={"help": "reward-training steps before the agent gets the predicted reward"})
+    log_every: int = field(default=2_000, metadata={"help": "print progress every this many agent steps"})
+
+
+def parse_args(description: str, **defaults) -> Args:
+    """``Args`` from the command line; ``defaults`` override the generic defaults for one example."""
     parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
-    for f in dataclasses.fields(args_class):
-        parser.add_argument("--" + f.name.replace("_", "-"), type=type(f.default), default=f.default,
-                            help=f"{f.metadata['help']} (default: {f.default})")
-    return args_class(**vars(parser.parse_args()))
+    for f in dataclasses.fields(Args):
+        default = defaults.get(f.name, f.default)
+        parser.add_argument("--" + f.name.replace("_", "-"), type=type(f.default), default=default,
+                            help=f"{f.metadata['help']} (default: {default})")
+    return Args(**vars(parser.parse_args()))
+
+
+def train_from_preferences(env: gymnasium.Env, args: Args,
+                           make_agent: Callable[[gymnasium.Env], BaseAlgorithm]) -> None:
+    """Wrap ``env``, warm the reward predictor up on a random policy, then train the agent."""
+    wrapped = HumanPreferencesEnvWrapper(
+        env,
+        segment_length=args.segment_length,
+        synthetic_preferences=True,
+        n_initial_prefs=args.n_initial_prefs,
+        n_initial_training_steps=args.n_initial_training_steps,
+        log_dir=args.log_dir,
+        seed=args.seed,
+    )
+    with wrapped:
+        random_return = warm_up_reward_predictor(wrapped, args.seed)
+        stats = wrapped.stats()
+        print(f"reward predictor ready after {stats['training_steps']} training steps on {stats['prefs_received']} "
+              f"labels; random policy's true return: {random_return:.1f}", flush=True)
+        logger = TrueReturnLogger(wrapped, args.log_every)
+        make_agent(wrapped).learn(args.total_timesteps, callback=logger)
+        result = f"{np.mean(logger.returns):.1f}" if logger.returns else "n/a (no episode finished)"
+        print(f"done: mean true return of the last {len(logger.returns)} episodes {result} "
+              f"(random policy: {random_return:.1f}); logs in {args.log_dir}")
 
 
 class TrueReturnLogger(BaseCallback):

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import csv
 import os
-import shutil
 import subprocess
 import sys
 import uuid
@@ -13,9 +12,9 @@ import pytest
 
 from conftest import FakePixelEnv, wait_for
 from drlhp import HumanPreferencesEnvWrapper, PrefDB
+from scripts.virtual_desktop import missing_tools, virtual_desktop, wait_for_text
 
 SCRIPT = os.path.join(os.path.dirname(__file__), "scripts", "human_session.py")
-TOOLS = ("Xvfb", "tmux", "xdotool", "import")
 
 
 def test_no_display_fails_at_construction_with_a_clear_message(tmp_path, monkeypatch):
@@ -40,31 +39,15 @@ def test_vector_observations_cannot_be_labelled_by_a_person(tmp_path):
 
 
 @pytest.fixture
-def screen_and_terminal(tmp_path):
+def screen_and_terminal():
     """A private Xvfb display and a private tmux server; both are gone afterwards."""
-    missing = [t for t in TOOLS if shutil.which(t) is None]
+    missing = missing_tools()
     if missing:
         if os.environ.get("CI"):
             pytest.fail(f"CI must install {missing} (see .ci/run)")
         pytest.skip(f"needs {missing}: apt-get install xvfb tmux xdotool imagemagick")
-    read_fd, write_fd = os.pipe()
-    xvfb = subprocess.Popen(["Xvfb", "-displayfd", str(write_fd), "-screen", "0", "1280x800x24", "-nolisten", "tcp"],
-                            pass_fds=(write_fd,), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    os.close(write_fd)
-    with os.fdopen(read_fd) as f:
-        display = ":" + f.readline().strip()  # Xvfb writes its display number once it is ready
-    socket = f"drlhp-test-{uuid.uuid4().hex[:8]}"
-    env = dict(os.environ, DISPLAY=display)
-
-    def tmux(*args: str) -> str:
-        return subprocess.run(["tmux", "-L", socket, *args], env=env, capture_output=True, text=True, timeout=30).stdout
-
-    try:
-        yield display, env, tmux
-    finally:
-        tmux("kill-server")
-        xvfb.terminate()
-        xvfb.wait(10)
+    with virtual_desktop() as desktop:
+        yield desktop
 
 
 def test_a_person_labels_pairs_in_the_terminal_while_clips_play(tmp_path, screen_and_terminal):
@@ -72,10 +55,10 @@ def test_a_person_labels_pairs_in_the_terminal_while_clips_play(tmp_path, screen
     stop_file = tmp_path / "stop"
     tmux("new-session", "-d", "-x", "160", "-y", "50",
          f"{sys.executable} {SCRIPT} {tmp_path} {stop_file}; echo EXITED $?; sleep 600")
-    screen = lambda: tmux("capture-pane", "-p", "-S", "-200")  # noqa: E731
+    screen = lambda: tmux("capture-pane", "-p", "-S", "-500")  # noqa: E731
 
     def wait_screen(text: str, timeout: float = 60) -> None:
-        assert wait_for(lambda: text in screen(), timeout, poll=0.1), f"never saw {text!r}:\n{screen()}"
+        wait_for_text(tmux, text, timeout)
 
     wait_screen("Pair 1:")
     window = subprocess.run(["xdotool", "search", "--sync", "--name", "which clip is better"], env=env,

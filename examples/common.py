@@ -26,6 +26,7 @@ class Args:
     n_initial_prefs: int = field(default=40, metadata={"help": "labels before reward training starts"})
     n_initial_training_steps: int = field(default=50, metadata={"help": "reward-training steps before the agent gets the predicted reward"})
     log_every: int = field(default=2_000, metadata={"help": "print progress every this many agent steps"})
+    human: bool = field(default=False, metadata={"help": "label the clips yourself (window + terminal) instead of synthetically"})
 
 
 def parse_args(description: str, **defaults) -> Args:
@@ -33,8 +34,11 @@ def parse_args(description: str, **defaults) -> Args:
     parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     for f in dataclasses.fields(Args):
         default = defaults.get(f.name, f.default)
-        parser.add_argument("--" + f.name.replace("_", "-"), type=type(f.default), default=default,
-                            help=f"{f.metadata['help']} (default: {default})")
+        if f.type in (bool, "bool"):
+            parser.add_argument("--" + f.name.replace("_", "-"), action="store_true", help=f.metadata["help"])
+        else:
+            parser.add_argument("--" + f.name.replace("_", "-"), type=type(f.default), default=default,
+                                help=f"{f.metadata['help']} (default: {default})")
     return Args(**vars(parser.parse_args()))
 
 
@@ -44,7 +48,7 @@ def train_from_preferences(env: gymnasium.Env, args: Args,
     wrapped = HumanPreferencesEnvWrapper(
         env,
         segment_length=args.segment_length,
-        synthetic_preferences=True,
+        synthetic_preferences=not args.human,
         n_initial_prefs=args.n_initial_prefs,
         n_initial_training_steps=args.n_initial_training_steps,
         log_dir=args.log_dir,
@@ -92,6 +96,7 @@ class TrueReturnLogger(BaseCallback):
 def warm_up_reward_predictor(env: HumanPreferencesEnvWrapper, seed: int) -> float:
     """Act randomly until the wrapper returns predicted rewards; returns the mean true episode return."""
     print("labelling clips of a random policy until the reward predictor is ready ...", flush=True)
+    # (With --human, that takes n_initial_prefs of your answers, then n_initial_training_steps.)
     env.action_space.seed(seed)
     env.reset(seed=seed)
     returns, current = [], 0.0

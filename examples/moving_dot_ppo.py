@@ -7,6 +7,7 @@ clips keep being labelled and the predictor keeps training. It prints the
 *true* episode return as it learns (random policy: about 35; best: about 49).
 
     python examples/moving_dot_ppo.py --total-timesteps 30000
+    python examples/moving_dot_ppo.py --human --n-initial-prefs 20   # you label the clips
 """
 import gymnasium
 from stable_baselines3 import PPO

@@ -54,7 +54,8 @@ def test_a_person_labels_pairs_in_the_terminal_while_clips_play(tmp_path, screen
     display, env, tmux = screen_and_terminal
     stop_file = tmp_path / "stop"
     tmux("new-session", "-d", "-x", "160", "-y", "50",
-         f"{sys.executable} {SCRIPT} {tmp_path} {stop_file}; echo EXITED $?; sleep 600")
+         # stdin redirected: answers must still be read from the terminal.
+         f"{sys.executable} {SCRIPT} {tmp_path} {stop_file} < /dev/null; echo EXITED $?; sleep 600")
     screen = lambda: tmux("capture-pane", "-p", "-S", "-500")  # noqa: E731
 
     def wait_screen(text: str, timeout: float = 60) -> None:

@@ -136,11 +136,12 @@ class Workers:
         except queue.Empty:
             code = proc.exitcode
             how = f"was killed by signal {signal.Signals(-code).name}" if code is not None and code < 0 else f"exited with code {code}"
-            hint = ("(out of memory? killed by hand?). Its preferences since the last save may be lost."
-                    if code is None or code < 0 else
-                    "before it could start drlhp's code. With the 'spawn' and 'forkserver' start methods the "
-                    "child re-imports your script: put the code that creates the wrapper under "
-                    "`if __name__ == \"__main__\":` (see the worker's traceback above in stderr).")
+            if code == 1:  # Python's exit code for an exception before drlhp's code ran
+                hint = ("before it could start drlhp's code. With the 'spawn' and 'forkserver' start methods the "
+                        "child re-imports your script: put the code that creates the wrapper under "
+                        "`if __name__ == \"__main__\":` (see the worker's traceback above in stderr).")
+            else:
+                hint = "(out of memory? killed by hand?). Its preferences since the last save may be lost."
             return WorkerError(f"drlhp's {name} process {how} without reporting an error {hint}")
 
     def stop(self, name: str, timeout: float) -> None:

@@ -139,3 +139,17 @@ def test_labels_are_autosaved_at_intervals(tmp_path):
         path = str(tmp_path / "train.pkl.gz")
         assert wait_for(lambda: os.path.exists(path), timeout=10), "no autosave happened"
         assert len(PrefDB.load(path)) >= 1
+
+
+def test_a_script_without_a_main_guard_is_told_how_to_fix_it(tmp_path):
+    script = tmp_path / "no_guard.py"
+    script.write_text(textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {os.path.dirname(__file__)!r})
+        from conftest import FakePixelEnv
+        from drlhp import HumanPreferencesEnvWrapper
+        env = HumanPreferencesEnvWrapper(FakePixelEnv(), log_dir={str(tmp_path / "logs")!r})
+    """))
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0
+    assert 'WorkerError' in proc.stderr and 'if __name__ == "__main__":' in proc.stderr

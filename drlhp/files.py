@@ -1,10 +1,11 @@
-"""Writing files so that a reader never sees a half-written one."""
+"""Writing files: atomically (a reader never sees a half-written one), and log rows."""
 from __future__ import annotations
 
 import contextlib
+import csv
 import os
 import tempfile
-from typing import BinaryIO, Iterator
+from typing import BinaryIO, Iterator, Sequence
 
 
 @contextlib.contextmanager
@@ -32,3 +33,13 @@ def atomic_write(path: str) -> Iterator[BinaryIO]:
         os.fsync(dir_fd)
     finally:
         os.close(dir_fd)
+
+
+def append_csv_row(path: str, columns: Sequence[str], row: dict) -> None:
+    """Append ``row`` to the CSV file ``path``, writing the header first if the file is new."""
+    new_file = not os.path.exists(path)
+    with open(path, "a", newline="") as f:
+        writer = csv.DictWriter(f, columns)
+        if new_file:
+            writer.writeheader()
+        writer.writerow(row)

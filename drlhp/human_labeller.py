@@ -8,7 +8,6 @@ in the terminal. Playback never stops while the question waits.
 """
 from __future__ import annotations
 
-import csv
 import os
 import time
 from dataclasses import dataclass
@@ -16,7 +15,8 @@ from typing import Callable, List, Optional
 
 import numpy as np
 
-from drlhp.display import BORDER_PX, frame_hw, auto_zoom, compose_pair, displayable, zoomed
+from drlhp.display import BORDER_PX, auto_zoom, compose_pair, displayable, frame_hw, zoomed
+from drlhp.files import append_csv_row
 from drlhp.frames import FrameSpec
 from drlhp.segments import Segment
 from drlhp.terminal import HELP, InvalidAnswer, TerminalPrompt, parse_answer
@@ -70,13 +70,6 @@ class HumanLabeller:
         self._episode_i = 0
         self.n_asked = 0
         self._last_answer: Optional[float] = None
-        self._log = None
-        if config.log_path:
-            new = not os.path.exists(config.log_path)
-            self._log = open(config.log_path, "a", newline="")
-            self._writer = csv.writer(self._log)
-            if new:
-                self._writer.writerow(LOG_COLUMNS)
         # GUI_NORMAL: no Qt toolbar or status bar, just the picture.
         self.cv2.namedWindow(PAIR_WINDOW, self.cv2.WINDOW_AUTOSIZE | self.cv2.WINDOW_GUI_NORMAL)
         self.cv2.namedWindow(EPISODE_WINDOW, self.cv2.WINDOW_AUTOSIZE | self.cv2.WINDOW_GUI_NORMAL)
@@ -138,15 +131,13 @@ class HumanLabeller:
         return None
 
     def _record(self, a: Segment, b: Segment, label, seconds, fps, since_last) -> None:
-        if self._log is not None:
-            self._writer.writerow([self.n_asked, a.seg_id, b.seg_id, "" if label is None else label,
-                                   f"{seconds:.3f}", f"{fps:.1f}", f"{since_last:.3f}"])
-            self._log.flush()
+        if self.config.log_path:
+            values = (self.n_asked, a.seg_id, b.seg_id, "" if label is None else label,
+                      f"{seconds:.3f}", f"{fps:.1f}", f"{since_last:.3f}")
+            append_csv_row(self.config.log_path, LOG_COLUMNS, dict(zip(LOG_COLUMNS, values)))
 
     def close(self) -> None:
         self.prompt.close()
-        if self._log is not None:
-            self._log.close()
         try:
             self.cv2.destroyAllWindows()
             self.cv2.waitKey(1)

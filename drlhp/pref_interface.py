@@ -48,7 +48,6 @@ class PrefInterface:
         self._asked: set[Tuple[int, int]] = set()
         self._sent: set[int] = set()
         self._rng = random.Random(seed)
-        self.n_labels = 0
 
     def add_segment(self, seg: Segment) -> None:
         self.segments[seg.seg_id] = seg
@@ -88,7 +87,6 @@ class PrefInterface:
                 self._put(SegmentData(seg.seg_id, seg.frames, seg.rewards))
                 self._sent.add(seg.seg_id)
         self._put(Preference(a.seg_id, b.seg_id, float(label)))
-        self.n_labels += 1
         return label
 
     def _put(self, msg) -> None:

@@ -8,7 +8,6 @@ it only collects, so ``save_prefs()`` works while nothing trains.
 """
 from __future__ import annotations
 
-import csv
 import logging
 import os
 import queue
@@ -21,7 +20,7 @@ from typing import Dict, Optional
 import numpy as np
 import torch
 
-from drlhp.frames import FrameSpec
+from drlhp.files import append_csv_row
 from drlhp.messages import ForgetSegment, Preference, SavePrefs, SegmentData
 from drlhp.normaliser import RewardNormaliser
 from drlhp.pref_db import PrefBuffer
@@ -230,12 +229,7 @@ class RewardTrainingLoop:
         }
         self._recent = {"loss": [], "accuracy": []}
         self._pairs_trained, self._rate_clock = 0, now
-        new_file = not os.path.exists(self.metrics_path)
-        with open(self.metrics_path, "a", newline="") as f:
-            writer = csv.DictWriter(f, METRICS_COLUMNS)
-            if new_file:
-                writer.writeheader()
-            writer.writerow(row)
+        append_csv_row(self.metrics_path, METRICS_COLUMNS, row)
         log.info("reward step %d: train loss %.4f acc %.3f | val loss %.4f acc %.3f | %d/%d prefs | %.0f pairs/s",
                  row["training_step"], row["train_loss"], row["train_accuracy"], val_loss, val_acc,
                  row["n_train_prefs"], row["n_val_prefs"], row["pairs_per_second"])

@@ -43,8 +43,8 @@ def parse_args(description: str, **defaults) -> Args:
 
 
 def train_from_preferences(env: gymnasium.Env, args: Args,
-                           make_agent: Callable[[gymnasium.Env], BaseAlgorithm]) -> None:
-    """Wrap ``env``, warm the reward predictor up on a random policy, then train the agent."""
+                           make_agent: Callable[[gymnasium.Env, int], BaseAlgorithm]) -> None:
+    """Wrap ``env``, warm the reward predictor up on a random policy, then train ``make_agent(env, seed)``."""
     wrapped = HumanPreferencesEnvWrapper(
         env,
         segment_length=args.segment_length,
@@ -60,7 +60,7 @@ def train_from_preferences(env: gymnasium.Env, args: Args,
         print(f"reward predictor ready after {stats['training_steps']} training steps on {stats['prefs_received']} "
               f"labels; random policy's true return: {random_return:.1f}", flush=True)
         logger = TrueReturnLogger(wrapped, args.log_every)
-        make_agent(wrapped).learn(args.total_timesteps, callback=logger)
+        make_agent(wrapped, args.seed).learn(args.total_timesteps, callback=logger)
         result = f"{np.mean(logger.returns):.1f}" if logger.returns else "n/a (no episode finished)"
         print(f"done: mean true return of the last {len(logger.returns)} episodes {result} "
               f"(random policy: {random_return:.1f}); logs in {args.log_dir}")

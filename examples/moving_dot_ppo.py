@@ -16,10 +16,10 @@ import drlhp  # noqa: F401  (registers drlhp/MovingDot-v0)
 from common import parse_args, train_from_preferences
 
 
-def make_agent(env: gymnasium.Env) -> PPO:
+def make_agent(env: gymnasium.Env, seed: int) -> PPO:
     # Small rollouts, a short horizon and a high learning rate: MovingDot rewards come every step.
     return PPO("CnnPolicy", env, n_steps=128, batch_size=64, n_epochs=4, learning_rate=1e-3, gamma=0.9,
-               ent_coef=0.0, seed=args.seed, verbose=0)
+               ent_coef=0.0, seed=seed, verbose=0)
 
 
 if __name__ == "__main__":

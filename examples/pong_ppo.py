@@ -25,9 +25,9 @@ def make_pong() -> gymnasium.Env:
     return FrameStackObservation(env, 4)
 
 
-def make_agent(env: gymnasium.Env) -> PPO:
+def make_agent(env: gymnasium.Env, seed: int) -> PPO:
     return PPO("CnnPolicy", env, n_steps=128, batch_size=32, n_epochs=4, learning_rate=2.5e-4,
-               clip_range=0.1, ent_coef=0.01, vf_coef=0.5, seed=args.seed, verbose=0)
+               clip_range=0.1, ent_coef=0.01, vf_coef=0.5, seed=seed, verbose=0)
 
 
 if __name__ == "__main__":

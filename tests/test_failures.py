@@ -6,7 +6,6 @@ import sys
 import textwrap
 import time
 
-import numpy as np
 import pytest
 
 from conftest import FAST, FakePixelEnv, step_until, wait_for

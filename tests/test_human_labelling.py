@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import csv
 import os
+import select
 import subprocess
 import sys
+import time
 import uuid
 
 import numpy as np
@@ -12,6 +14,7 @@ import pytest
 
 from conftest import FakePixelEnv, wait_for
 from drlhp import HumanPreferencesEnvWrapper, PrefDB
+from drlhp.display import BORDER_PX, CAPTION_PX, PROGRESS_PX
 from scripts.virtual_desktop import missing_tools, virtual_desktop, wait_for_text
 
 SCRIPT = os.path.join(os.path.dirname(__file__), "scripts", "human_session.py")
@@ -71,12 +74,22 @@ def test_a_person_labels_pairs_in_the_terminal_while_clips_play(tmp_path, screen
         import cv2
         return cv2.imread(str(path))
 
-    # The two clips are drawn, differ from each other, and keep playing while the prompt waits.
-    first = shot()
-    h, w = first.shape[:2]
-    left, right = first[30:h - 8, : w // 2 - 5], first[30:h - 8, w // 2 + 5:]
-    assert left.max() > 0 and right.max() > 0, "a clip is blank"
-    assert wait_for(lambda: not np.array_equal(shot()[30:h - 8], first[30:h - 8]), timeout=10), "playback is frozen"
+    # The two clips are drawn, and keep playing while the prompt waits. The prompt is printed
+    # just before the first frame is drawn, and the window opens small before it fits the
+    # picture: wait for a shot of the full picture (64 px frames at the automatic 5x zoom).
+    side = 64 * 5
+    full = (CAPTION_PX + side + PROGRESS_PX, 2 * side + BORDER_PX, 3)
+    shots = []
+
+    def both_clips_drawn() -> bool:
+        shots.append(shot())
+        img = shots[-1]
+        body = img[CAPTION_PX:CAPTION_PX + side]
+        return img.shape == full and body[:, :side].max() > 0 and body[:, side + BORDER_PX:].max() > 0
+
+    assert wait_for(both_clips_drawn, timeout=30), f"the clips are never drawn: shots {[i.shape for i in shots]}"
+    first = shots[-1]
+    assert wait_for(lambda: not np.array_equal(shot(), first), timeout=10), "playback is frozen"
     assert "Pair 2:" not in screen()  # still waiting for the first answer meanwhile
 
     tmux("send-keys", "l", "Enter")
@@ -133,14 +146,28 @@ def test_show_prefs_replays_pairs_in_a_window(tmp_path, screen_and_terminal):
     _, env, _ = screen_and_terminal
     _small_db(tmp_path)
     viewer = subprocess.Popen([sys.executable, "-m", "drlhp.show_prefs", str(tmp_path / "train.pkl.gz")], env=env,
-                              stdout=subprocess.PIPE, text=True)
+                              stdout=subprocess.PIPE)
+    shown = b""
+
+    def wait_line(text: str) -> None:  # the viewer prints a line as it shows each pair
+        nonlocal shown
+        deadline = time.monotonic() + 60
+        while text.encode() not in shown:  # raw reads: select() cannot see a buffered reader's data
+            assert time.monotonic() < deadline, f"viewer never printed {text!r}: {shown!r}"
+            if select.select([viewer.stdout], [], [], 1)[0]:
+                shown += os.read(viewer.stdout.fileno(), 4096)
+
     try:
         window = subprocess.run(["xdotool", "search", "--sync", "--name", "saved preference"], env=env,
                                 capture_output=True, text=True, timeout=60).stdout.split()[0]
-        for key in ("n", "n", "q"):
+        wait_line("pair 1/4: clip 0 (L) vs clip 1 (R): LEFT better")
+        # One key per shown pair: a window takes one key per frame, as it would from a person.
+        for key, next_pair in (("n", "pair 2/4"), ("n", "pair 3/4")):
             subprocess.run(["xdotool", "windowfocus", "--sync", window, "key", key], env=env, check=True, timeout=30)
-        out, _ = viewer.communicate(timeout=30)
+            wait_line(next_pair)
+        subprocess.run(["xdotool", "windowfocus", "--sync", window, "key", "q"], env=env, check=True, timeout=30)
+        rest, _ = viewer.communicate(timeout=30)
     finally:
         viewer.kill()
     assert viewer.returncode == 0
-    assert "pair 1/4: clip 0 (L) vs clip 1 (R): LEFT better" in out and "pair 3/4" in out and "pair 4/4" not in out
+    assert b"pair 4/4" not in shown + rest  # q quit at pair 3

@@ -1,15 +1,21 @@
 """drlhp: Deep Reinforcement Learning from Human Preferences (Christiano et al., 2017).
 
 ``from drlhp import HumanPreferencesEnvWrapper`` wraps a gymnasium env with pixel
-observations so that any RL algorithm learns from preferences over clips.
+observations so that any RL algorithm learns from preferences over clips;
+``HumanPreferencesVectorWrapper`` (gymnasium) and ``drlhp.sb3.HumanPreferencesVecEnvWrapper``
+(Stable-Baselines3) do the same for many envs stepping together, with one pipeline.
 The bundled env ``"drlhp/MovingDot-v0"`` is registered on import.
 """
 import gymnasium
 
+from drlhp.config import PreferenceConfig
+from drlhp.frontend import PREDICTED_REWARD_KEY, TRUE_REWARD_KEY
+from drlhp.pipeline import PreferencePipeline
 from drlhp.processes import WorkerError
 from drlhp.pref_db import PrefBuffer, PrefDB, PrefDBFormatError
 from drlhp.reward_predictor import RewardPredictor
-from drlhp.wrapper import PREDICTED_REWARD_KEY, TRUE_REWARD_KEY, HumanPreferencesEnvWrapper
+from drlhp.vector import HumanPreferencesVectorWrapper
+from drlhp.wrapper import HumanPreferencesEnvWrapper
 
 __version__ = "0.1.0"
 
@@ -17,6 +23,7 @@ if "drlhp/MovingDot-v0" not in gymnasium.registry:
     gymnasium.register("drlhp/MovingDot-v0", entry_point="drlhp.envs.moving_dot:MovingDotEnv")
 
 __all__ = [
-    "HumanPreferencesEnvWrapper", "RewardPredictor", "PrefDB", "PrefBuffer", "PrefDBFormatError",
+    "HumanPreferencesEnvWrapper", "HumanPreferencesVectorWrapper", "PreferenceConfig", "PreferencePipeline",
+    "RewardPredictor", "PrefDB", "PrefBuffer", "PrefDBFormatError",
     "WorkerError", "TRUE_REWARD_KEY", "PREDICTED_REWARD_KEY",
 ]

@@ -10,7 +10,7 @@ import logging
 import random
 from collections import OrderedDict, deque
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, List, Optional, Tuple
+from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
 
 from drlhp.labellers import Labeller, SyntheticLabeller
 from drlhp.messages import ForgetSegment, Preference, SegmentData
@@ -99,17 +99,23 @@ def _key(a: int, b: int) -> Tuple[int, int]:
 
 
 class EpisodeTracker:
-    """Collects the (latest ``max_segments``) segments of the current episode; hands back the last complete one."""
+    """Collects the (latest ``max_segments``) segments of each env's current episode.
+
+    ``add`` hands back an env's episode once the first segment of its next episode
+    arrives: segments of several envs interleave, so each env is followed apart.
+    """
 
     def __init__(self, max_segments: int) -> None:
-        self.current: "deque[Segment]" = deque(maxlen=max_segments)
+        self.max_segments = max_segments
+        self.current: Dict[int, "deque[Segment]"] = {}
 
     def add(self, seg: Segment) -> Optional[List[Segment]]:
+        current = self.current.setdefault(seg.env_index, deque(maxlen=self.max_segments))
         finished = None
-        if self.current and seg.episode != self.current[-1].episode:
-            finished = list(self.current)
-            self.current.clear()
-        self.current.append(seg)
+        if current and seg.episode != current[-1].episode:
+            finished = list(current)
+            current.clear()
+        current.append(seg)
         return finished
 
 

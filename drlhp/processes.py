@@ -1,33 +1,7 @@
 """Starting, watching and stopping drlhp's two background processes.
 
-::
-
-  RL algorithm (any: SB3 PPO/A2C, a CleanRL loop, your own)
-       | step(action)                          ^ obs, reward (true, or predicted + normalised)
-       v                                       |
-  HumanPreferencesEnvWrapper (main process) ---+
-       | frames (after obs_transform_func) + true rewards
-       v
-  SegmentBuilder -- full segment --> SegmentChannel (shared-memory slots; no free
-                                       |             slot -> segment dropped + counted)
-                                       v
-                     preference-interface process (pref_interface.py)
-                     ring buffer of recent segments -> pick an unasked pair ->
-                     labeller: synthetic (true returns) | human
-                                       | SegmentData (once per segment), Preference,
-                                       | ForgetSegment, None = no more
-                                       v
-                     pref_queue (bounded, blocking put: a label is never dropped)
-                                       |
-                                       v
-                     reward-training process (trainer_process.py)
-                     receiver thread -> PrefBuffer -> PrefDB train / val
-                     main thread: minibatches, validation, SavePrefs commands,
-                     atomic checkpoint -> log_dir/reward_predictor_checkpoints/
-                                       | reward_predictor.ckpt (weights + normaliser)
-                                       v
-  main process: between steps, a cheap check for a newer checkpoint, then a
-  fast load; predicts each step's reward, normalises it, returns it.
+The picture of what flows between them is in ``drlhp.pipeline``, which owns
+them; this module is how any one of them is run.
 
 Every worker runs ``_worker_main``: it ignores Ctrl-C (the main process decides
 when to stop), stops by itself if the main process dies (the trainer saving

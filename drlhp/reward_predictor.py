@@ -157,13 +157,20 @@ class RewardPredictor:
                for i in range(0, len(frames), batch_size)]
         return torch.cat(out).numpy().astype(np.float64) if out else np.zeros(0)
 
-    def reward(self, frame: np.ndarray) -> float:
-        """The normalised reward of a single frame (the env process's per-step call: kept lean)."""
+    def rewards(self, frames: np.ndarray) -> np.ndarray:
+        """Normalised rewards ``(N,)`` of ``frames`` ``(N, *frame_shape)`` in one forward pass.
+
+        The env process's per-step call (N = the number of envs): kept lean.
+        """
         with torch.inference_mode():
-            x = frames_to_net_input(frame[None], self.config.frame_spec)
+            x = frames_to_net_input(frames, self.config.frame_spec)
             for op in self._ops:
                 x = op(x)
-            return float(self.normaliser(x.item()))
+            return self.normaliser(x.view(-1).numpy().astype(np.float64))
+
+    def reward(self, frame: np.ndarray) -> float:
+        """The normalised reward of a single frame."""
+        return float(self.rewards(frame[None])[0])
 
     def save(self, path: str) -> None:
         """Atomically write weights, normaliser and network config (loadable with weights_only=True)."""

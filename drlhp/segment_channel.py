@@ -51,7 +51,7 @@ class SegmentChannel:
         return self._slots
 
     # -- sender (env process) -------------------------------------------------
-    def send(self, frames: np.ndarray, rewards: np.ndarray, episode: int = -1) -> bool:
+    def send(self, frames: np.ndarray, rewards: np.ndarray, episode: int = -1, env_index: int = 0) -> bool:
         """Offer a segment; returns False (and counts a drop) if the receiver is behind."""
         if not self._free_local:
             try:
@@ -64,7 +64,7 @@ class SegmentChannel:
             return False
         slot = self._free_local.pop()
         self.slots[slot] = frames
-        self._ready.put_nowait((slot, self._next_id, rewards.copy(), episode))
+        self._ready.put_nowait((slot, self._next_id, rewards.copy(), episode, env_index))
         self._next_id += 1
         self.n_sent += 1
         return True
@@ -73,12 +73,12 @@ class SegmentChannel:
     def receive(self, timeout: float) -> Optional[Segment]:
         """The next segment, or None if none arrives within ``timeout`` seconds."""
         try:
-            slot, seg_id, rewards, episode = self._ready.get(timeout=timeout) if timeout > 0 else self._ready.get_nowait()
+            slot, seg_id, rewards, episode, env_index = self._ready.get(timeout=timeout) if timeout > 0 else self._ready.get_nowait()
         except queue.Empty:
             return None
         frames = self.slots[slot].copy()
         self._free.put(slot)
-        return Segment(seg_id, frames, rewards, episode)
+        return Segment(seg_id, frames, rewards, episode, env_index)
 
     def close(self) -> None:
         for q in (self._ready, self._free):

@@ -15,13 +15,16 @@ class Segment:
 
     ``frames`` has shape ``(length, *frame_shape)``; ``rewards`` has shape
     ``(length,)`` (float64). ``seg_id`` is unique within one wrapper's run;
-    ``episode`` counts the env's episodes (-1 where unknown, e.g. loaded from a file).
+    ``episode`` identifies the episode, unique across the envs of one run (-1 where
+    unknown, e.g. loaded from a file); ``env_index`` is the sub-env of a vector env
+    it came from (0 for a single env).
     """
 
     seg_id: int
     frames: np.ndarray
     rewards: np.ndarray
     episode: int = -1
+    env_index: int = 0
 
     @property
     def true_return(self) -> float:

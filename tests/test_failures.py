@@ -74,7 +74,7 @@ def test_worker_killed_by_sigkill_is_reported_not_hung(tmp_path):
     env = HumanPreferencesEnvWrapper(FakePixelEnv(), log_dir=str(tmp_path), **FAST)
     try:
         env.reset()
-        victim = env._workers.procs["reward_trainer"]
+        victim = env.pipeline.processes["reward_trainer"]
         os.kill(victim.pid, signal.SIGKILL)
         victim.join(10)
         with pytest.raises(WorkerError, match="SIGKILL"):
@@ -112,7 +112,7 @@ def test_children_save_labels_and_exit_when_the_main_process_dies(tmp_path):
         if __name__ == "__main__":
             env = HumanPreferencesEnvWrapper(FakePixelEnv(), log_dir={str(tmp_path)!r}, **FAST)
             step_until(env, lambda: env.stats()["prefs_received"] >= 10)
-            print(" ".join(str(p.pid) for p in env._workers.procs.values()), flush=True)
+            print(" ".join(str(p.pid) for p in env.pipeline.processes.values()), flush=True)
             os.kill(os.getpid(), 9)  # a crash: no close(), no save_prefs()
     """)
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)

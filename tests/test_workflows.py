@@ -114,7 +114,7 @@ def test_segments_never_span_episodes_and_tails_are_dropped(tmp_path):
                                     train_reward=False, **FAST) as env:
         step_until(env, lambda: env.stats()["prefs_received"] >= 10)
         env.save_prefs()
-        assert env._builder.n_tail_frames_dropped > 0
+        assert env.stats()["tail_frames_dropped"] > 0
     db = PrefDB.load(str(tmp_path / "train.pkl.gz"))
     for seg in db.segments.values():
         assert seg.frames[:, 0, 0, 0].tolist() == [1, 2, 3, 4, 5]  # always the first 5 steps of an episode

@@ -1,0 +1,170 @@
+"""The settings every drlhp front-end takes: one frozen dataclass, validated once.
+
+``HumanPreferencesEnvWrapper``, ``HumanPreferencesVectorWrapper`` and
+``drlhp.sb3.HumanPreferencesVecEnvWrapper`` all accept these as keyword
+arguments (or a ready ``config=PreferenceConfig(...)``), so a setting has one
+name, one default and one check whatever the front-end.
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+import multiprocessing
+import os
+from dataclasses import dataclass
+from typing import Any, Callable, Optional
+
+import numpy as np
+
+from drlhp.labellers import Labeller
+from drlhp.reward_predictor import checkpoint_path
+
+
+@dataclass(frozen=True)
+class PreferenceConfig:
+    """Settings of a drlhp run.
+
+    Attributes:
+        segment_length: frames per clip shown for a preference (25 frames: 1-2 s of Atari).
+        synthetic_preferences: label pairs from the env's true reward (the clip with the
+            larger true return wins, equal returns are "equally good").
+            ``False`` asks a person: the two clips loop side by side in a window while
+            the terminal asks L / R / E (Enter: can't compare). Needs a display.
+        collect_prefs: start the preference interface and gather labels.
+        train_reward: train the reward predictor (on collected and/or loaded labels).
+        log_dir: where checkpoints (``reward_predictor_checkpoints/reward_predictor.ckpt``),
+            ``train.pkl.gz`` / ``val.pkl.gz`` and ``reward_training_metrics.csv`` go.
+        prefs_dir: a directory with ``train.pkl.gz`` / ``val.pkl.gz`` to start from.
+        pretrained_reward_predictor_dir: a checkpoint directory (or file) to predict
+            rewards with from the first step (and to continue training, with ``train_reward``).
+        obs_transform_func: maps one env's observation to the frame stored and rewarded
+            (e.g. ``lambda obs: obs["pixels"]``); called in this process only. Vector
+            front-ends call it on each sub-env's observation, never on the batch.
+        n_initial_prefs: labels in the training set before reward training starts.
+        n_initial_training_steps: reward-training steps before the predicted reward is returned.
+        max_prefs_in_db: labels kept for training + validation; oldest evicted first.
+        val_fraction: share of labels held out for validation (0.2: every fifth).
+        reward_predictor_ckpt_interval: write a checkpoint every this many training steps.
+        reward_predictor_lr: Adam learning rate of the reward network.
+        reward_predictor_batch_size: labelled pairs per training step.
+        reward_predictor_dropout: dropout probability after every hidden layer.
+        reward_predictor_batchnorm: add batch normalisation after every hidden layer.
+        reward_predictor_weight_decay: L2 penalty (Adam weight decay).
+        noise_prob: assumed probability that a label is a uniformly random answer
+            (Christiano et al. use 0.1); 0 is the plain Bradley-Terry model.
+        reward_scale: standard deviation of the returned predicted reward (mean 0).
+            0.05, the paper's Atari value, keeps per-step rewards near the scale of
+            clipped Atari rewards summed over a clip.
+        labeller: your own labeller (see ``drlhp.labellers.Labeller``) instead of the
+            built-in ones; it must be picklable, as it runs in the interface process.
+        display_zoom: whole-number zoom of the clips shown to a person (None: ~336 px tall).
+        display_fps: frame rate of the clips shown to a person.
+        human_terminal: the terminal where a person types answers: the controlling
+            terminal by default; name another (e.g. a tmux pane's ``/dev/pts/N``) when
+            the program runs without one.
+        prefs_autosave_interval: save unsaved labels into ``log_dir`` at most every this
+            many seconds (None: every 30 s with a person labelling, never for synthetic labels).
+        max_segs: recent segments the preference interface picks pairs from.
+        synthetic_prefs_per_segment: synthetic labels asked per new segment.
+        segment_queue_size: segments in flight to the interface; when full, new ones are
+            dropped (counted in ``stats()``) rather than slowing ``step()``.
+        seed: seeds pair picking, the train/val sampling and the reward network init.
+        mp_start_method: ``"spawn"`` (default), ``"forkserver"`` or ``"fork"``.
+        torch_threads: torch threads of *this* process (the reward forward pass and
+            also your RL code's torch); ``None`` leaves torch's setting alone.
+        trainer_torch_threads: torch threads of the reward-training process.
+            With 2 cores, 1 + 1 keeps the RL process and the trainer off each other's core.
+        autosave_prefs: on ``close()``, save labels that arrived since the last
+            ``save_prefs()`` into ``log_dir`` (so closing never loses labels).
+        ckpt_poll_interval: seconds between cheap checks for a newer checkpoint.
+        close_timeout: seconds ``close()`` waits for the trainer to save and exit before
+            terminating it.
+        log_level: logging level of drlhp's processes.
+    """
+
+    segment_length: int = 25
+    synthetic_preferences: bool = True
+    collect_prefs: bool = True
+    train_reward: bool = True
+    log_dir: str = "drlhp_logs"
+    prefs_dir: Optional[str] = None
+    pretrained_reward_predictor_dir: Optional[str] = None
+    obs_transform_func: Optional[Callable[[Any], np.ndarray]] = None
+    n_initial_prefs: int = 40
+    n_initial_training_steps: int = 50
+    max_prefs_in_db: int = 3000
+    val_fraction: float = 0.2
+    reward_predictor_ckpt_interval: int = 100
+    reward_predictor_lr: float = 3e-4
+    reward_predictor_batch_size: int = 16
+    reward_predictor_dropout: float = 0.5
+    reward_predictor_batchnorm: bool = False
+    reward_predictor_weight_decay: float = 0.0
+    noise_prob: float = 0.0
+    reward_scale: float = 0.05
+    labeller: Optional[Labeller] = None
+    display_zoom: Optional[int] = None
+    display_fps: float = 20.0
+    human_terminal: str = "/dev/tty"
+    prefs_autosave_interval: Optional[float] = None
+    max_segs: int = 200
+    synthetic_prefs_per_segment: float = 1.0
+    segment_queue_size: int = 8
+    seed: Optional[int] = None
+    mp_start_method: str = "spawn"
+    torch_threads: Optional[int] = 1
+    trainer_torch_threads: Optional[int] = 1
+    autosave_prefs: bool = True
+    ckpt_poll_interval: float = 1.0
+    close_timeout: float = 10.0
+    log_level: int = logging.INFO
+
+    def __post_init__(self) -> None:
+        _check(self)
+
+    @property
+    def human_labelling(self) -> bool:
+        """True when a person answers through the built-in window + terminal."""
+        return not self.synthetic_preferences and self.collect_prefs and self.labeller is None
+
+    @classmethod
+    def from_kwargs(cls, config: Optional["PreferenceConfig"], kwargs: dict) -> "PreferenceConfig":
+        """``config`` (or the defaults) with ``kwargs`` applied; an unknown name gets a clear error."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(kwargs) - names)
+        if unknown:
+            raise TypeError(f"unknown drlhp argument(s) {unknown}; the arguments are the fields of "
+                            f"drlhp.PreferenceConfig: {sorted(names)}")
+        return dataclasses.replace(config, **kwargs) if config is not None else cls(**kwargs)
+
+
+def _check(c: PreferenceConfig) -> None:
+    def need(cond: bool, msg: str) -> None:
+        if not cond:
+            raise ValueError(msg)
+
+    need(c.segment_length >= 1, f"segment_length must be >= 1, got {c.segment_length}")
+    need(0.0 <= c.val_fraction < 1.0, f"val_fraction must be in [0, 1), got {c.val_fraction}")
+    need(0.0 <= c.noise_prob < 1.0, f"noise_prob must be in [0, 1), got {c.noise_prob}")
+    need(0.0 <= c.reward_predictor_dropout < 1.0, "reward_predictor_dropout must be in [0, 1)")
+    need(c.reward_scale > 0, f"reward_scale must be > 0, got {c.reward_scale}")
+    for name in ("n_initial_prefs", "n_initial_training_steps"):
+        need(getattr(c, name) >= 0, f"{name} must be >= 0, got {getattr(c, name)}")
+    for name in ("max_prefs_in_db", "reward_predictor_ckpt_interval", "reward_predictor_batch_size",
+                 "segment_queue_size"):
+        need(getattr(c, name) >= 1, f"{name} must be >= 1, got {getattr(c, name)}")
+    need(c.max_segs >= 2, f"max_segs must be >= 2 (a pair needs two segments), got {c.max_segs}")
+    need(c.mp_start_method in multiprocessing.get_all_start_methods(),
+         f"mp_start_method {c.mp_start_method!r} is not available here; use one of "
+         f"{multiprocessing.get_all_start_methods()}")
+    if c.prefs_dir is not None:
+        need(os.path.isdir(c.prefs_dir), f"prefs_dir {c.prefs_dir!r} is not a directory; point it at the "
+             "log_dir where save_prefs() wrote train.pkl.gz and val.pkl.gz")
+    if c.pretrained_reward_predictor_dir is not None:
+        ckpt = checkpoint_path(c.pretrained_reward_predictor_dir)
+        need(os.path.isfile(ckpt), f"pretrained_reward_predictor_dir: no checkpoint at {ckpt!r}; point it at "
+             "<log_dir>/reward_predictor_checkpoints of a previous run")
+    need(c.collect_prefs or not c.train_reward or c.prefs_dir is not None,
+         "train_reward=True with collect_prefs=False has nothing to train on: pass prefs_dir= (saved preferences)")
+    if c.human_labelling and (c.display_fps <= 0 or (c.display_zoom is not None and c.display_zoom < 1)):
+        raise ValueError(f"display_fps must be > 0 and display_zoom >= 1, got {c.display_fps}, {c.display_zoom}")

@@ -1,0 +1,348 @@
+"""The preference pipeline behind every drlhp front-end, for any number of envs.
+
+::
+
+  RL algorithm (any: SB3 PPO/A2C, a CleanRL loop, your own)
+       | step(actions)                        ^ obs, rewards (true, or predicted + normalised)
+       v                                      |
+  front-end: HumanPreferencesEnvWrapper (N = 1), HumanPreferencesVectorWrapper
+  (gymnasium), drlhp.sb3.HumanPreferencesVecEnvWrapper (SB3) -- main process
+       | the N frames of a step (after obs_transform_func) + true rewards,
+       | which of them are real transitions, where episodes end
+       v
+  PreferencePipeline (this module, main process)
+       | one SegmentBuilder per env: a clip never spans two episodes of one env
+       v
+  SegmentChannel (shared-memory slots; no free slot -> clip dropped + counted)
+       |
+       v
+  preference-interface process (pref_interface.py): ring buffer of recent clips
+  of all envs -> pick an unasked pair -> labeller: synthetic | human | yours
+       | SegmentData (once per clip), Preference, ForgetSegment, None = no more
+       v
+  pref_queue (bounded, blocking put: a label is never dropped)
+       |
+       v
+  reward-training process (trainer_process.py): receiver thread -> PrefBuffer ->
+  train / val PrefDB; main thread: minibatches, validation, SavePrefs commands,
+  atomic checkpoint -> log_dir/reward_predictor_checkpoints/
+       | reward_predictor.ckpt (weights + normaliser)
+       v
+  PreferencePipeline: between steps, a cheap check for a newer checkpoint, then a
+  fast load; the N frames of a step go through the reward network in one batch.
+
+One pipeline serves all N envs of a vector env: two processes, one database,
+one reward network, one window and one prompt for a person, whatever N is.
+The front-ends only translate their env API's conventions (autoreset, terminal
+observations, info formats) into ``step()`` calls on this class.
+"""
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import os
+import queue
+import time
+from typing import Any, List, Optional, Sequence
+
+import numpy as np
+import torch
+
+from drlhp.config import PreferenceConfig
+from drlhp.frames import FrameSpec
+from drlhp.messages import SavePrefs
+from drlhp.pref_interface import InterfaceConfig, run_pref_interface
+from drlhp.processes import SharedStats, WorkerError, Workers
+from drlhp.reward_predictor import (CHECKPOINT_DIRNAME, CHECKPOINT_FILENAME, NetConfig, RewardPredictor,
+                                    checkpoint_path)
+from drlhp.segment_channel import SegmentChannel
+from drlhp.segments import SegmentBuilder
+from drlhp.trainer_process import TrainerConfig, run_reward_trainer
+
+log = logging.getLogger("drlhp")
+
+
+class PreferencePipeline:
+    """Clips of ``n_envs`` envs in, predicted rewards out; owns the two background processes.
+
+    Args:
+        config: the run's settings.
+        frame_spec: what one env's frame (after ``obs_transform_func``) looks like.
+        n_envs: how many envs step together (1 for a plain gymnasium env).
+    """
+
+    def __init__(self, config: PreferenceConfig, frame_spec: FrameSpec, n_envs: int = 1) -> None:
+        if n_envs < 1:
+            raise ValueError(f"n_envs must be >= 1, got {n_envs}")
+        self._closed = True  # until the processes exist, close() has nothing to stop
+        self.config, self.frame_spec, self.n_envs = config, frame_spec, n_envs
+        human = _human_config(config, frame_spec) if config.human_labelling else None
+        self._ckpt_path = os.path.join(config.log_dir, CHECKPOINT_DIRNAME, CHECKPOINT_FILENAME)
+        # A checkpoint already in log_dir is from an earlier run: only load ones this run writes.
+        self._ckpt_seen: Optional[tuple] = _file_version(self._ckpt_path)
+        self._next_ckpt_poll = 0.0
+        self._user_choice: Optional[bool] = None  # explicit switch_to_*() wins over the automatic switch
+        self._predictor: Optional[RewardPredictor] = None
+        if config.torch_threads:
+            torch.set_num_threads(config.torch_threads)
+        if config.seed is not None:
+            torch.manual_seed(config.seed)
+
+        pretrained_ckpt = None
+        if config.pretrained_reward_predictor_dir:
+            pretrained_ckpt = checkpoint_path(config.pretrained_reward_predictor_dir)
+            self._predictor = RewardPredictor.load(pretrained_ckpt)
+            if self._predictor.config.frame_spec != frame_spec:
+                raise ValueError(
+                    f"The pretrained reward predictor expects frames {self._predictor.config.frame_spec}, "
+                    f"but this env gives {frame_spec}. Use the same env and obs_transform_func it was trained with."
+                )
+            self._user_choice = True
+
+        self._builders: List[SegmentBuilder] = (
+            [SegmentBuilder(frame_spec, config.segment_length) for _ in range(n_envs)] if config.collect_prefs else [])
+        # Episode ids are unique across envs, so the interface can tell episodes apart.
+        self._episode_ids = list(range(n_envs))
+        self._next_episode_id = n_envs
+        self._episode_steps = [0] * n_envs
+        self._workers: Optional[Workers] = None
+        self._channel: Optional[SegmentChannel] = None
+        if not (config.collect_prefs or config.train_reward):
+            return
+
+        ctx = multiprocessing.get_context(config.mp_start_method)
+        self._stats = SharedStats(ctx)
+        self._workers = Workers(ctx, config.log_level)
+        self._closed = False
+        self._pref_queue = ctx.Queue(64)
+        self._commands, self._replies = ctx.Queue(), ctx.Queue()
+        self._interface_stop, self._trainer_stop = ctx.Event(), ctx.Event()
+        c = config
+        autosave_interval = c.prefs_autosave_interval
+        if autosave_interval is None and human is not None:
+            autosave_interval = 30.0
+        trainer_config = TrainerConfig(
+            net=NetConfig(frame_spec, c.reward_predictor_dropout, c.reward_predictor_batchnorm),
+            log_dir=c.log_dir, collect_prefs=c.collect_prefs, train_reward=c.train_reward, prefs_dir=c.prefs_dir,
+            pretrained_ckpt=pretrained_ckpt, max_prefs_in_db=c.max_prefs_in_db, val_fraction=c.val_fraction,
+            n_initial_prefs=c.n_initial_prefs, n_initial_training_steps=c.n_initial_training_steps,
+            ckpt_interval=c.reward_predictor_ckpt_interval, batch_size=c.reward_predictor_batch_size,
+            lr=c.reward_predictor_lr, noise_prob=c.noise_prob, weight_decay=c.reward_predictor_weight_decay,
+            reward_scale=c.reward_scale, torch_threads=c.trainer_torch_threads, seed=c.seed,
+            autosave_prefs=c.autosave_prefs, autosave_interval=autosave_interval,
+        )
+        try:
+            self._workers.start("reward_trainer", run_reward_trainer, trainer_config, self._pref_queue,
+                                self._commands, self._replies, self._trainer_stop, self._stats,
+                                stop_event=self._trainer_stop)
+            if c.collect_prefs:
+                self._channel = SegmentChannel(ctx, frame_spec, c.segment_length, c.segment_queue_size)
+                interface_config = InterfaceConfig(c.max_segs, c.seed, c.labeller, c.synthetic_prefs_per_segment, human)
+                self._workers.start("pref_interface", run_pref_interface, interface_config, self._channel,
+                                    self._pref_queue, self._interface_stop, self._stats,
+                                    stop_event=self._interface_stop)
+            # Wait until the trainer has loaded prefs_dir / the pretrained checkpoint, so
+            # a bad file fails here, with its own message, rather than on a later step.
+            self._await_reply("ready", timeout=120.0)
+        except BaseException:
+            self.close()
+            raise
+
+    # -- the per-step path ------------------------------------------------------
+    def step(self, frames: np.ndarray, true_rewards: Sequence[float], recorded: Optional[Sequence[bool]] = None,
+             episode_ends: Optional[Sequence[bool]] = None) -> Optional[np.ndarray]:
+        """Take one step of every env; returns their normalised predicted rewards, or None.
+
+        Args:
+            frames: ``(n_envs, *frame_shape)``: each env's frame after this step (for an
+                env whose episode just ended, its last frame, not the next episode's first).
+            true_rewards: each env's own reward of this step.
+            recorded: which envs made a real transition (None: all). A vector env's
+                autoreset step is not one: it enters no clip.
+            episode_ends: which envs' episodes ended with this step (None: none).
+
+        Returns ``(n_envs,)`` float rewards from one batched forward pass while
+        ``using_reward_from_predictor``, else None (use the env's own reward).
+        """
+        self.check_workers()
+        if self._builders:
+            for i in range(self.n_envs):
+                if recorded is None or recorded[i]:
+                    self._episode_steps[i] += 1
+                    segment = self._builders[i].add(frames[i], float(true_rewards[i]))
+                    if segment is not None:
+                        self._channel.send(*segment, self._episode_ids[i], i)
+                if episode_ends is not None and episode_ends[i]:
+                    self.end_episode(i)
+        self._maybe_reload_predictor()
+        if self.using_reward_from_predictor:
+            return self._predictor.rewards(frames)
+        return None
+
+    def end_episode(self, env_index: int) -> None:
+        """Env ``env_index``'s episode ended (or it was reset): its unfinished clip is dropped."""
+        # Called at the end of an episode and again by the reset() that follows: count it once.
+        if self._builders and self._episode_steps[env_index]:
+            self._builders[env_index].end_episode()
+            self._episode_ids[env_index] = self._next_episode_id
+            self._next_episode_id += 1
+            self._episode_steps[env_index] = 0
+
+    def end_all_episodes(self) -> None:
+        for i in range(self.n_envs):
+            self.end_episode(i)
+
+    # -- which reward ------------------------------------------------------------
+    @property
+    def using_reward_from_predictor(self) -> bool:
+        """True while ``step()`` returns the predicted, normalised reward."""
+        if self._predictor is None:
+            return False
+        if self._user_choice is not None:
+            return self._user_choice
+        return self._predictor.training_step >= self.config.n_initial_training_steps
+
+    @property
+    def predictor(self) -> Optional[RewardPredictor]:
+        """The reward predictor in use (the newest checkpoint seen), or None before the first."""
+        return self._predictor
+
+    def switch_to_true_reward(self) -> None:
+        """Return the environment's reward from now on (until ``switch_to_predicted_reward()``)."""
+        self._user_choice = False
+
+    def switch_to_predicted_reward(self) -> None:
+        """Return the predicted reward from now on; needs a checkpoint to exist."""
+        self._next_ckpt_poll = 0.0
+        self._maybe_reload_predictor()
+        if self._predictor is None:
+            raise RuntimeError(
+                f"No reward predictor yet: no checkpoint at {self._ckpt_path}. Wait until the trainer "
+                "has written one (stats()['training_steps']), or pass pretrained_reward_predictor_dir=."
+            )
+        self._user_choice = True
+
+    def _maybe_reload_predictor(self) -> None:
+        now = time.monotonic()
+        if now < self._next_ckpt_poll or self._workers is None:
+            return
+        self._next_ckpt_poll = now + self.config.ckpt_poll_interval
+        version = _file_version(self._ckpt_path)
+        if version is not None and version != self._ckpt_seen:
+            self._predictor = RewardPredictor.load(self._ckpt_path)
+            self._ckpt_seen = version
+
+    # -- preferences ---------------------------------------------------------------
+    def save_prefs(self, timeout: float = 120.0) -> list[str]:
+        """Write ``train.pkl.gz`` and ``val.pkl.gz`` into ``log_dir`` (atomically); returns their paths."""
+        if self._closed or self._workers is None:
+            raise RuntimeError("save_prefs() needs a running wrapper with collect_prefs=True or prefs_dir=.")
+        self._commands.put(SavePrefs(self.config.log_dir))
+        result = self._await_reply("ok", timeout)
+        log.info("saved %d training and %d validation preferences to %s", result["n_train"], result["n_val"],
+                 self.config.log_dir)
+        return result["paths"]
+
+    def _await_reply(self, expected: str, timeout: float) -> Any:
+        """The trainer's next reply, checking all the while that the workers are alive."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            self.check_workers()
+            try:
+                status, result = self._replies.get(timeout=0.1)
+            except queue.Empty:
+                continue
+            if status != expected:
+                raise WorkerError(f"drlhp's reward_trainer process reported an error:\n{result}")
+            return result
+        raise TimeoutError(f"drlhp's reward_trainer process did not answer within {timeout} s")
+
+    def stats(self) -> dict:
+        """Counters: clips sent/dropped, labels, preferences received, reward-training steps."""
+        out = {"n_envs": self.n_envs, "segments_sent": 0, "segments_dropped": 0,
+               "tail_frames_dropped": sum(b.n_tail_frames_dropped for b in self._builders)}
+        if self._channel is not None:
+            out.update(segments_sent=self._channel.n_sent, segments_dropped=self._channel.n_dropped)
+        if self._workers is not None:
+            out.update(self._stats.as_dict())
+        out["predictor_training_step"] = self._predictor.training_step if self._predictor else None
+        return out
+
+    # -- lifecycle -------------------------------------------------------------------
+    @property
+    def processes(self) -> dict:
+        """The background processes by name (``reward_trainer``, ``pref_interface``); empty if none."""
+        return dict(self._workers.procs) if self._workers is not None else {}
+
+    def check_workers(self) -> None:
+        """Raise ``WorkerError`` if a background process has failed."""
+        if not self._closed:
+            self._workers.check()
+
+    def close(self) -> None:
+        """Stop the processes, letting the trainer save unsaved labels. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        workers = self._workers
+        # Interface first, so every label it made is in the trainer's queue before the trainer stops.
+        self._interface_stop.set()
+        workers.stop("pref_interface", timeout=5.0)
+        try:
+            self._pref_queue.put(None, timeout=1.0)  # in case the interface died before saying so
+        except queue.Full:
+            pass
+        self._trainer_stop.set()
+        workers.stop("reward_trainer", timeout=self.config.close_timeout)
+        error = workers.pending_error()
+        workers.close()
+        for q in (self._pref_queue, self._commands, self._replies):
+            q.cancel_join_thread()
+            q.close()
+        if self._channel is not None:
+            self._channel.close()
+        if error:
+            raise WorkerError(error)
+
+    def __del__(self) -> None:
+        # A safety net only: call close() (or use ``with``) to save labels reliably.
+        if not getattr(self, "_closed", True):
+            try:
+                self.close()
+            except Exception:
+                pass
+
+
+def _file_version(path: str) -> Optional[tuple]:
+    """What changes when a file is replaced (one stat call), or None if there is no file."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return st.st_mtime_ns, st.st_size, st.st_ino
+
+
+def _human_config(config: PreferenceConfig, spec: FrameSpec):
+    """Check that a person can be shown clips and asked here; raise a clear error if not."""
+    from drlhp.display import display_problem
+    from drlhp.human_labeller import HumanConfig, import_cv2_gui
+    from drlhp.terminal import terminal_problem
+
+    if not spec.is_image:
+        raise ValueError("Human preferences need image observations to show; pass obs_transform_func= "
+                         "returning an image (HxW, HxWxC, CxHxW or SxHxWxC)")
+    problem = display_problem()
+    if problem:
+        raise RuntimeError(
+            f"Human preferences show clips in a window, but {problem}. Run on a desktop, with ssh -X, "
+            "or under a virtual display (Xvfb :99 & export DISPLAY=:99) and view it with a VNC client; "
+            "or collect with synthetic_preferences=True.")
+    problem = terminal_problem(config.human_terminal)
+    if problem:
+        raise RuntimeError(
+            f"Human preferences are typed in a terminal, but {problem}. Start the program from a terminal "
+            "(a shell or tmux; stdin may be redirected), or pass human_terminal='/dev/pts/N' naming the "
+            "terminal to ask in (`tty` prints a terminal's name).")
+    import_cv2_gui()
+    return HumanConfig(spec, config.display_zoom, config.display_fps, config.human_terminal,
+                       os.path.join(config.log_dir, "human_labels.csv"))

@@ -1,0 +1,85 @@
+"""``HumanPreferencesVectorWrapper``: drlhp for a gymnasium vector env (CleanRL style).
+
+One pipeline for all sub-envs: clips come from every sub-env, the N frames of a
+step go through the reward network in one batch. Each sub-env's episodes are
+followed apart, in any of gymnasium's autoreset modes:
+
+- ``NEXT_STEP`` (gymnasium's default): the step after an episode ends only resets
+  that sub-env; it is not a transition, enters no clip, and its reward stays 0.
+- ``SAME_STEP``: the step that ends an episode returns the next episode's first
+  observation; the clip (and the predicted reward) use the episode's last
+  observation, ``info["final_obs"]``.
+- ``DISABLED``: you reset sub-envs with ``reset(options={"reset_mask": mask})``.
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import numpy as np
+from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
+
+from drlhp.config import PreferenceConfig
+from drlhp.frontend import PREDICTED_REWARD_KEY, TRUE_REWARD_KEY, PipelineFrontEnd, unbatch
+
+
+class HumanPreferencesVectorWrapper(PipelineFrontEnd, VectorWrapper):
+    """Returns rewards learned from preferences over clips of all sub-envs of ``env``.
+
+    Args:
+        env: a gymnasium ``VectorEnv`` (``SyncVectorEnv``, ``AsyncVectorEnv``, ...) whose
+            sub-envs' observations are images or become images / flat vectors through
+            ``obs_transform_func`` (called on each sub-env's observation).
+        config: a ``drlhp.PreferenceConfig`` to start from (optional).
+        **kwargs: the settings, by name: the fields of ``drlhp.PreferenceConfig``.
+
+    ``info`` gets ``drlhp_true_reward`` (and, while it is returned,
+    ``drlhp_predicted_reward``) as ``(num_envs,)`` arrays, with gymnasium's
+    ``_``-prefixed masks.
+    """
+
+    def __init__(self, env: VectorEnv, config: Optional[PreferenceConfig] = None, **kwargs) -> None:
+        VectorWrapper.__init__(self, env)
+        self._autoreset_mode = AutoresetMode(env.metadata.get("autoreset_mode", AutoresetMode.NEXT_STEP))
+        # NEXT_STEP mode: which sub-envs' next step is an autoreset rather than a transition.
+        self._resetting_next = np.zeros(env.num_envs, dtype=bool)
+        self._all = np.ones(env.num_envs, dtype=bool)
+        self._start_pipeline(env.single_observation_space.sample(), env.num_envs, config, kwargs)
+
+    def reset(self, *, seed: Optional[int] = None, options: Optional[dict] = None):
+        self.pipeline.check_workers()
+        mask = (options or {}).get("reset_mask")
+        for i in range(self.num_envs):
+            if mask is None or mask[i]:
+                self.pipeline.end_episode(i)
+                self._resetting_next[i] = False
+        return self.env.reset(seed=seed, options=options)
+
+    def step(self, actions):
+        obs, rewards, terminations, truncations, infos = self.env.step(actions)
+        ends = np.logical_or(terminations, truncations)
+        recorded = None
+        if self._autoreset_mode == AutoresetMode.NEXT_STEP:
+            recorded = ~self._resetting_next
+            self._resetting_next = ends
+        predicted = self.pipeline.step(self._frames(obs, infos), rewards, recorded, ends)
+        infos = dict(infos)
+        infos[TRUE_REWARD_KEY], infos["_" + TRUE_REWARD_KEY] = rewards, self._all
+        if predicted is not None:
+            if recorded is not None:
+                predicted[~recorded] = 0.0  # an autoreset step earns nothing, as in the env
+            rewards = infos[PREDICTED_REWARD_KEY] = predicted
+            infos["_" + PREDICTED_REWARD_KEY] = self._all
+        return obs, rewards, terminations, truncations, infos
+
+    def _frames(self, obs: Any, infos: dict) -> np.ndarray:
+        """The N frames of this step; a sub-env whose episode just ended (SAME_STEP) gives its last one."""
+        final = infos.get("_final_obs") if self._autoreset_mode == AutoresetMode.SAME_STEP else None
+        has_final = final is not None and final.any()
+        if self._transform is None and not has_final:
+            return obs
+        return np.stack([self._frame(infos["final_obs"][i] if has_final and final[i] else unbatch(obs, i))
+                         for i in range(self.num_envs)])
+
+    def close(self, **kwargs) -> None:
+        """Stop the processes (letting the trainer save unsaved labels), then close the envs. Idempotent."""
+        self._close_all(lambda: VectorWrapper.close(self, **kwargs))

@@ -44,6 +44,37 @@ class FakePixelEnv(gymnasium.Env):
         return self._obs(), self.reward_fn(self.t), done and not self.truncate, done and self.truncate, {}
 
 
+class StampedEnv(gymnasium.Env):
+    """Each observation carries who made it: pixel (0, 0) is the step t within the episode
+    (0 after reset), (0, 1) the episode number, (0, 2) the env's ``instance``. Reward: t % 7.
+
+    Episodes last ``episode_length`` steps (``truncated``); lets tests check, per sub-env
+    of a vector env, which frames went into each clip.
+    """
+
+    metadata = {"render_modes": []}
+
+    def __init__(self, instance: int = 0, episode_length: int = 10) -> None:
+        self.observation_space = spaces.Box(0, 255, (12, 12, 1), np.uint8)
+        self.action_space = spaces.Discrete(2)
+        self.instance, self.episode_length = instance, episode_length
+        self.t, self.episode = 0, -1
+
+    def _obs(self) -> np.ndarray:
+        obs = np.zeros((12, 12, 1), np.uint8)
+        obs[0, :3, 0] = (self.t, self.episode % 256, self.instance)
+        return obs
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t, self.episode = 0, self.episode + 1
+        return self._obs(), {}
+
+    def step(self, action):
+        self.t += 1
+        return self._obs(), float(self.t % 7), False, self.t >= self.episode_length, {}
+
+
 def wait_for(condition: Callable[[], bool], timeout: float, poll: float = 0.01) -> bool:
     """Poll ``condition`` until it holds or ``timeout`` s pass (a bounded wait, not a fixed sleep)."""
     deadline = time.monotonic() + timeout

@@ -71,3 +71,14 @@ def test_incomparable_answers_record_nothing_and_are_not_asked_again():
 def test_interface_needs_room_for_a_pair():
     with pytest.raises(ValueError, match="max_segs"):
         PrefInterface(SyntheticLabeller(), queue.Queue(), max_segs=1)
+
+
+def test_episode_tracker_follows_each_env_apart_when_their_segments_interleave():
+    from drlhp.pref_interface import EpisodeTracker
+
+    tracker = EpisodeTracker(max_segments=10)
+    frames, rewards = np.zeros((2, 3, 3), np.uint8), np.zeros(2)
+    # (seg_id, episode, env): env 0 plays episode 0 then 2; env 1 plays episode 1 throughout.
+    arrivals = [(0, 0, 0), (1, 1, 1), (2, 0, 0), (3, 1, 1), (4, 2, 0), (5, 1, 1)]
+    finished = [tracker.add(Segment(i, frames, rewards, episode, env)) for i, episode, env in arrivals]
+    assert [None if f is None else [s.seg_id for s in f] for f in finished] == [None, None, None, None, [0, 2], None]

@@ -24,8 +24,24 @@ def make_env(name: str) -> gymnasium.Env:
     return FrameStackObservation(AtariPreprocessing(env, frame_skip=4, screen_size=84), 4)
 
 
-def untrained_checkpoint(env: gymnasium.Env, directory: str) -> str:
-    """Write a checkpoint of an untrained network for ``env``; its forward cost is what we measure."""
+def make_vec_env(name: str, n_envs: int):
+    """An SB3 VecEnv of ``n_envs``: MovingDot, or Pong by SB3's Atari recipe (``make_atari_env`` + 4-frame stack)."""
+    from stable_baselines3.common.env_util import make_atari_env
+    from stable_baselines3.common.env_util import make_vec_env as sb3_make_vec_env
+    from stable_baselines3.common.vec_env import VecFrameStack
+
+    if name == "moving_dot":
+        return sb3_make_vec_env("drlhp/MovingDot-v0", n_envs=n_envs, seed=0)
+    import ale_py
+
+    gymnasium.register_envs(ale_py)
+    # NoFrameskip: SB3's AtariWrapper skips 4 frames itself (ALE/Pong-v5 would skip 4 x 4).
+    return VecFrameStack(make_atari_env("PongNoFrameskip-v4", n_envs=n_envs, seed=0), 4)
+
+
+def untrained_checkpoint(env, directory: str) -> str:
+    """Write a checkpoint of an untrained network for ``env`` (one env or an SB3 VecEnv); its forward
+    cost is what we measure."""
     spec = infer_frame_spec(env.observation_space.sample())
     path = os.path.join(directory, "reward_predictor.ckpt")
     RewardPredictor(NetConfig(spec)).save(path)

@@ -67,7 +67,8 @@ class PreferenceConfig:
         max_segs: recent segments the preference interface picks pairs from.
         synthetic_prefs_per_segment: synthetic labels asked per new segment.
         segment_queue_size: segments in flight to the interface; when full, new ones are
-            dropped (counted in ``stats()``) rather than slowing ``step()``.
+            dropped (counted in ``stats()``) rather than slowing ``step()``. None: 8, or twice
+            the number of envs if more (envs in lock-step finish their clips in the same step).
         seed: seeds pair picking, the train/val sampling and the reward network init.
         mp_start_method: ``"spawn"`` (default), ``"forkserver"`` or ``"fork"``.
         torch_threads: torch threads of *this* process (the reward forward pass and
@@ -109,7 +110,7 @@ class PreferenceConfig:
     prefs_autosave_interval: Optional[float] = None
     max_segs: int = 200
     synthetic_prefs_per_segment: float = 1.0
-    segment_queue_size: int = 8
+    segment_queue_size: Optional[int] = None
     seed: Optional[int] = None
     mp_start_method: str = "spawn"
     torch_threads: Optional[int] = 1
@@ -150,9 +151,10 @@ def _check(c: PreferenceConfig) -> None:
     need(c.reward_scale > 0, f"reward_scale must be > 0, got {c.reward_scale}")
     for name in ("n_initial_prefs", "n_initial_training_steps"):
         need(getattr(c, name) >= 0, f"{name} must be >= 0, got {getattr(c, name)}")
-    for name in ("max_prefs_in_db", "reward_predictor_ckpt_interval", "reward_predictor_batch_size",
-                 "segment_queue_size"):
+    for name in ("max_prefs_in_db", "reward_predictor_ckpt_interval", "reward_predictor_batch_size"):
         need(getattr(c, name) >= 1, f"{name} must be >= 1, got {getattr(c, name)}")
+    need(c.segment_queue_size is None or c.segment_queue_size >= 1,
+         f"segment_queue_size must be >= 1 (or None), got {c.segment_queue_size}")
     need(c.max_segs >= 2, f"max_segs must be >= 2 (a pair needs two segments), got {c.max_segs}")
     need(c.mp_start_method in multiprocessing.get_all_start_methods(),
          f"mp_start_method {c.mp_start_method!r} is not available here; use one of "

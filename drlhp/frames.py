@@ -105,6 +105,6 @@ def frames_to_net_input(frames: np.ndarray, spec: FrameSpec) -> torch.Tensor:
         x = x.permute(0, 2, 3, 1, 4).reshape(n, h, w, s * c)
     # x is now (N, H, W, C); the permute below gives a channels-last NCHW view.
     x = x.permute(0, 3, 1, 2).float()
-    if scale != 1.0:
-        x = x * scale
+    if scale != 1.0:  # integer pixels: float() made a copy, so scaling in place is safe
+        x.mul_(scale)
     return x.contiguous(memory_format=torch.channels_last)

@@ -136,7 +136,8 @@ class PreferencePipeline:
                                 self._commands, self._replies, self._trainer_stop, self._stats,
                                 stop_event=self._trainer_stop)
             if c.collect_prefs:
-                self._channel = SegmentChannel(ctx, frame_spec, c.segment_length, c.segment_queue_size)
+                n_slots = c.segment_queue_size or max(8, 2 * n_envs)
+                self._channel = SegmentChannel(ctx, frame_spec, c.segment_length, n_slots)
                 interface_config = InterfaceConfig(c.max_segs, c.seed, c.labeller, c.synthetic_prefs_per_segment, human)
                 self._workers.start("pref_interface", run_pref_interface, interface_config, self._channel,
                                     self._pref_queue, self._interface_stop, self._stats,

@@ -1,5 +1,8 @@
 """What the examples share: their arguments, and the run itself -- a random policy plays
-until the reward predictor is ready, then the agent learns from predicted rewards only."""
+until the reward predictor is ready, then the agent learns from predicted rewards only.
+
+The envs are an SB3 VecEnv of ``--n-envs`` envs; one drlhp pipeline (two background
+processes, one database, one reward network) serves them all."""
 from __future__ import annotations
 
 import argparse
@@ -9,24 +12,26 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable
 
-import gymnasium
 import numpy as np
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.vec_env import VecEnv
 
-from drlhp import TRUE_REWARD_KEY, HumanPreferencesEnvWrapper
+from drlhp.sb3 import HumanPreferencesVecEnvWrapper
 
 
 @dataclass
 class Args:
-    total_timesteps: int = field(default=30_000, metadata={"help": "agent steps in total"})
+    total_timesteps: int = field(default=30_000, metadata={"help": "agent steps in total (all envs)"})
+    n_envs: int = field(default=8, metadata={"help": "envs stepped together, all feeding one drlhp pipeline"})
     log_dir: str = field(default="drlhp_logs", metadata={"help": "checkpoints, preferences, metrics"})
-    seed: int = field(default=0, metadata={"help": "seed of the env, the agent and drlhp"})
+    seed: int = field(default=0, metadata={"help": "seed of the envs, the agent and drlhp"})
     segment_length: int = field(default=25, metadata={"help": "frames per clip compared"})
     n_initial_prefs: int = field(default=40, metadata={"help": "labels before reward training starts"})
     n_initial_training_steps: int = field(default=50, metadata={"help": "reward-training steps before the agent gets the predicted reward"})
     log_every: int = field(default=2_000, metadata={"help": "print progress every this many agent steps"})
     human: bool = field(default=False, metadata={"help": "label the clips yourself (window + terminal) instead of synthetically"})
+    true_reward: bool = field(default=False, metadata={"help": "baseline: train on the env's own reward, without drlhp"})
 
 
 def parse_args(description: str, **defaults) -> Args:
@@ -42,11 +47,16 @@ def parse_args(description: str, **defaults) -> Args:
     return Args(**vars(parser.parse_args()))
 
 
-def train_from_preferences(env: gymnasium.Env, args: Args,
-                           make_agent: Callable[[gymnasium.Env, int], BaseAlgorithm]) -> None:
-    """Wrap ``env``, warm the reward predictor up on a random policy, then train ``make_agent(env, seed)``."""
-    wrapped = HumanPreferencesEnvWrapper(
-        env,
+def train_from_preferences(venv: VecEnv, args: Args, make_agent: Callable[[VecEnv, int], BaseAlgorithm]) -> None:
+    """Wrap ``venv``, warm the reward predictor up on a random policy, then train ``make_agent(venv, seed)``."""
+    if args.true_reward:
+        logger = TrueReturnLogger(None, args.log_every)
+        make_agent(venv, args.seed).learn(args.total_timesteps, callback=logger)
+        print(f"done (true reward, no drlhp): mean true return of the last {len(logger.returns)} episodes "
+              f"{np.mean(logger.returns):.1f}")
+        return
+    wrapped = HumanPreferencesVecEnvWrapper(
+        venv,
         segment_length=args.segment_length,
         synthetic_preferences=not args.human,
         n_initial_prefs=args.n_initial_prefs,
@@ -55,7 +65,7 @@ def train_from_preferences(env: gymnasium.Env, args: Args,
         seed=args.seed,
     )
     with wrapped:
-        random_return = warm_up_reward_predictor(wrapped, args.seed)
+        random_return = warm_up_reward_predictor(wrapped)
         stats = wrapped.stats()
         print(f"reward predictor ready after {stats['training_steps']} training steps on {stats['prefs_received']} "
               f"labels; random policy's true return: {random_return:.1f}", flush=True)
@@ -63,48 +73,47 @@ def train_from_preferences(env: gymnasium.Env, args: Args,
         make_agent(wrapped, args.seed).learn(args.total_timesteps, callback=logger)
         result = f"{np.mean(logger.returns):.1f}" if logger.returns else "n/a (no episode finished)"
         print(f"done: mean true return of the last {len(logger.returns)} episodes {result} "
-              f"(random policy: {random_return:.1f}); logs in {args.log_dir}")
+              f"(random policy: {random_return:.1f}); {wrapped.stats()['prefs_received']} labels in all; "
+              f"logs in {args.log_dir}")
+
+
+def episode_returns(infos) -> list[float]:
+    """True returns of the episodes that ended this step (SB3's Monitor records the env's own reward)."""
+    return [info["episode"]["r"] for info in infos if "episode" in info]
 
 
 class TrueReturnLogger(BaseCallback):
-    """Prints the env's true episode return (from ``info``), whatever reward PPO is trained on."""
+    """Prints the env's true episode return, whatever reward the agent is trained on."""
 
-    def __init__(self, env: HumanPreferencesEnvWrapper, log_every: int) -> None:
+    def __init__(self, env, log_every: int) -> None:
         super().__init__()
         self.env, self.log_every = env, log_every
         self.returns: deque[float] = deque(maxlen=20)
-        self.current = 0.0
         self.start = time.monotonic()
+        self._next_log = log_every
 
     def _on_step(self) -> bool:
-        info, done = self.locals["infos"][0], self.locals["dones"][0]
-        self.current += info[TRUE_REWARD_KEY]
-        if done:
-            self.returns.append(self.current)
-            self.current = 0.0
-        if self.num_timesteps % self.log_every == 0:
-            stats = self.env.stats()
+        self.returns.extend(episode_returns(self.locals["infos"]))
+        if self.num_timesteps >= self._next_log:
+            self._next_log += self.log_every
             mean = f"{np.mean(self.returns):5.1f}" if self.returns else "  n/a"
-            print(f"step {self.num_timesteps:7d} | {self.num_timesteps / (time.monotonic() - self.start):4.0f} SPS | "
-                  f"true return (last {len(self.returns)} episodes) {mean} | reward: "
-                  f"{'predicted' if self.env.using_reward_from_predictor else 'true     '} | "
-                  f"labels {stats['prefs_received']:5d} | reward-training steps {stats['training_steps']:4d}",
-                  flush=True)
+            line = (f"step {self.num_timesteps:7d} | {self.num_timesteps / (time.monotonic() - self.start):4.0f} SPS | "
+                    f"true return (last {len(self.returns)} episodes) {mean}")
+            if self.env is not None:
+                stats = self.env.stats()
+                line += (f" | reward: {'predicted' if self.env.using_reward_from_predictor else 'true     '} | "
+                         f"labels {stats['prefs_received']:5d} | reward-training steps {stats['training_steps']:4d}")
+            print(line, flush=True)
         return True
 
 
-def warm_up_reward_predictor(env: HumanPreferencesEnvWrapper, seed: int) -> float:
+def warm_up_reward_predictor(venv: HumanPreferencesVecEnvWrapper) -> float:
     """Act randomly until the wrapper returns predicted rewards; returns the mean true episode return."""
     print("labelling clips of a random policy until the reward predictor is ready ...", flush=True)
     # (With --human, that takes n_initial_prefs of your answers, then n_initial_training_steps.)
-    env.action_space.seed(seed)
-    env.reset(seed=seed)
-    returns, current = [], 0.0
-    while not env.using_reward_from_predictor:
-        _, _, terminated, truncated, info = env.step(env.action_space.sample())
-        current += info[TRUE_REWARD_KEY]
-        if terminated or truncated:
-            returns.append(current)
-            current = 0.0
-            env.reset()
-    return float(np.mean(returns))
+    venv.reset()
+    returns: list[float] = []
+    while not venv.using_reward_from_predictor:
+        actions = np.array([venv.action_space.sample() for _ in range(venv.num_envs)])
+        returns += episode_returns(venv.step(actions)[3])
+    return float(np.mean(returns)) if returns else float("nan")

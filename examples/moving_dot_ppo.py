@@ -5,23 +5,26 @@ reward predictor has trained on preferences over its clips (the paper's
 pre-training phase); then PPO learns from the predicted reward only, while new
 clips keep being labelled and the predictor keeps training. It prints the
 *true* episode return as it learns (random policy: about 35; best: about 49).
+8 envs step together (``--n-envs``); one drlhp pipeline serves them all.
 
     python examples/moving_dot_ppo.py --total-timesteps 30000
     python examples/moving_dot_ppo.py --human --n-initial-prefs 20   # you label the clips
+    python examples/moving_dot_ppo.py --true-reward                  # baseline: PPO on the env's reward
 """
-import gymnasium
 from stable_baselines3 import PPO
+from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.vec_env import VecEnv
 
 import drlhp  # noqa: F401  (registers drlhp/MovingDot-v0)
 from common import parse_args, train_from_preferences
 
 
-def make_agent(env: gymnasium.Env, seed: int) -> PPO:
-    # Small rollouts, a short horizon and a high learning rate: MovingDot rewards come every step.
-    return PPO("CnnPolicy", env, n_steps=128, batch_size=64, n_epochs=4, learning_rate=1e-3, gamma=0.9,
-               ent_coef=0.0, seed=seed, verbose=0)
+def make_agent(venv: VecEnv, seed: int) -> PPO:
+    # Rollouts of 128 steps in all, a short horizon and a high learning rate: MovingDot rewards come every step.
+    return PPO("CnnPolicy", venv, n_steps=max(1, 128 // venv.num_envs), batch_size=64, n_epochs=4,
+               learning_rate=1e-3, gamma=0.9, ent_coef=0.0, seed=seed, verbose=0)
 
 
 if __name__ == "__main__":
     args = parse_args(__doc__, log_dir="drlhp_logs/moving_dot")
-    train_from_preferences(gymnasium.make("drlhp/MovingDot-v0"), args, make_agent)
+    train_from_preferences(make_vec_env("drlhp/MovingDot-v0", n_envs=args.n_envs, seed=args.seed), args, make_agent)

@@ -121,7 +121,8 @@ def test_batched_predicted_rewards_equal_single_frame_ones(tmp_path, kind):
             single = [predictor.reward(frame) if ok else 0.0 for frame, ok in zip(last, real)]
             assert rewards == pytest.approx(single, rel=1e-5, abs=1e-7)
             true = [infos[i][TRUE_REWARD_KEY] for i in range(4)] if driver.sb3 else infos[TRUE_REWARD_KEY]
-            predicted = [infos[i][PREDICTED_REWARD_KEY] for i in range(4)] if driver.sb3 else infos[PREDICTED_REWARD_KEY]
+            predicted = ([infos[i][PREDICTED_REWARD_KEY] for i in range(4)] if driver.sb3
+                         else infos[PREDICTED_REWARD_KEY])
             assert list(true) == [float(f[0, 0, 0] % 7) for f in last]
             assert predicted == pytest.approx(rewards)
             n_real += real.sum()

@@ -122,6 +122,27 @@ def test_a_person_labels_pairs_in_the_terminal_while_clips_play(tmp_path, screen
     assert leftover == "", f"labelling processes left behind: {leftover}"
 
 
+def test_a_vector_env_asks_in_one_window_and_one_prompt(tmp_path, screen_and_terminal):
+    display, env, tmux = screen_and_terminal
+    stop_file = tmp_path / "stop"
+    tmux("new-session", "-d", "-x", "160", "-y", "50",
+         f"{sys.executable} {SCRIPT} {tmp_path} {stop_file} 4 < /dev/null; echo EXITED $?; sleep 600")
+    wait_for_text(tmux, "Pair 1:", 60)
+    tmux("send-keys", "l", "Enter")
+    wait_for_text(tmux, "Pair 2:", 60)
+    windows = subprocess.run(["xdotool", "search", "--name", "which clip is better"], env=env,
+                             capture_output=True, text=True, timeout=30).stdout.split()
+    assert len(windows) == 1, f"4 envs must share one window, found {len(windows)}"
+    tmux("send-keys", "r", "Enter")
+    wait_for_text(tmux, "Pair 3:", 60)
+    stop_file.touch()
+    wait_for_text(tmux, "EXITED 0", 60)
+    screen = tmux("capture-pane", "-p", "-S", "-500")
+    assert screen.count("Pair 1:") == 1 and "SAVED" in screen  # one prompt, not one per env
+    train, val = PrefDB.load(str(tmp_path / "train.pkl.gz")), PrefDB.load(str(tmp_path / "val.pkl.gz"))
+    assert [label for _, _, label in train.prefs] + [label for _, _, label in val.prefs] == [1.0, 0.0]
+
+
 def _small_db(tmp_path) -> None:
     from drlhp.pref_db import PrefBuffer
     from drlhp.segments import Segment

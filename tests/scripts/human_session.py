@@ -1,12 +1,19 @@
-"""Run by the end-to-end human-labelling test in a tmux pane: steps a pixel env with
-human preferences until the file named by argv[2] appears, then saves and exits."""
+"""Run by the end-to-end human-labelling tests in a tmux pane: steps a pixel env with
+human preferences until the file named by argv[2] appears, then saves and exits.
+
+argv: LOG_DIR STOP_FILE [N_ENVS]. With N_ENVS, an SB3 DummyVecEnv of that many envs
+behind drlhp's SB3 front-end (one window and one prompt for all of them)."""
 import os
 import sys
 
 import gymnasium
+import numpy as np
 
 import drlhp  # noqa: F401
 from drlhp import HumanPreferencesEnvWrapper
+
+SETTINGS = dict(synthetic_preferences=False, collect_prefs=True, train_reward=False, segment_length=20,
+                display_fps=20, seed=0, log_level=30)
 
 
 class Bars(gymnasium.ObservationWrapper):
@@ -18,11 +25,12 @@ class Bars(gymnasium.ObservationWrapper):
         return obs
 
 
-def main() -> None:
-    log_dir, stop_file = sys.argv[1], sys.argv[2]
-    env = HumanPreferencesEnvWrapper(Bars(gymnasium.make("drlhp/MovingDot-v0")), synthetic_preferences=False,
-                                     collect_prefs=True, train_reward=False, log_dir=log_dir, segment_length=20,
-                                     display_fps=20, seed=0, log_level=30)
+def make_env() -> gymnasium.Env:
+    return Bars(gymnasium.make("drlhp/MovingDot-v0"))
+
+
+def run_single(log_dir: str, stop_file: str) -> int:
+    env = HumanPreferencesEnvWrapper(make_env(), log_dir=log_dir, **SETTINGS)
     env.reset(seed=0)
     steps = 0
     while not os.path.exists(stop_file):
@@ -32,8 +40,28 @@ def main() -> None:
             env.reset()
     env.save_prefs()
     env.close()
-    print(f"SAVED after {steps} steps", flush=True)
+    return steps
+
+
+def run_vector(log_dir: str, stop_file: str, n_envs: int) -> int:
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    from drlhp.sb3 import HumanPreferencesVecEnvWrapper
+
+    venv = HumanPreferencesVecEnvWrapper(DummyVecEnv([make_env] * n_envs), log_dir=log_dir, **SETTINGS)
+    venv.reset()
+    steps = 0
+    while not os.path.exists(stop_file):
+        venv.step(np.array([venv.action_space.sample() for _ in range(n_envs)]))
+        steps += 1
+    venv.save_prefs()
+    venv.close()
+    return steps
 
 
 if __name__ == "__main__":
-    main()
+    if len(sys.argv) > 3:
+        steps = run_vector(sys.argv[1], sys.argv[2], int(sys.argv[3]))
+    else:
+        steps = run_single(sys.argv[1], sys.argv[2])
+    print(f"SAVED after {steps} steps", flush=True)

@@ -16,6 +16,7 @@ setup(
     ],
     extras_require={
         "gui": ["opencv-python>=4.8"],
+        "sb3": ["stable-baselines3>=2.3"],
         "examples": ["stable-baselines3>=2.3", "ale-py>=0.9"],
         "dev": ["pytest>=7", "pytest-timeout>=2", "scipy>=1.10", "stable-baselines3>=2.3", "opencv-python>=4.8"],
     },

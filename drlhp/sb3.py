@@ -21,8 +21,7 @@ import numpy as np
 try:
     from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 except ImportError as e:  # an optional dependency: say how to get it
-    raise ImportError('drlhp.sb3 needs Stable-Baselines3: pip install "drlhp[examples]" '
-                      "(or pip install stable-baselines3)") from e
+    raise ImportError('drlhp.sb3 needs Stable-Baselines3: pip install "drlhp[sb3]"') from e
 
 from drlhp.config import PreferenceConfig
 from drlhp.frontend import PREDICTED_REWARD_KEY, TRUE_REWARD_KEY, PipelineFrontEnd, unbatch

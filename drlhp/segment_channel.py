@@ -73,9 +73,10 @@ class SegmentChannel:
     def receive(self, timeout: float) -> Optional[Segment]:
         """The next segment, or None if none arrives within ``timeout`` seconds."""
         try:
-            slot, seg_id, rewards, episode, env_index = self._ready.get(timeout=timeout) if timeout > 0 else self._ready.get_nowait()
+            message = self._ready.get(timeout=timeout) if timeout > 0 else self._ready.get_nowait()
         except queue.Empty:
             return None
+        slot, seg_id, rewards, episode, env_index = message
         frames = self.slots[slot].copy()
         self._free.put(slot)
         return Segment(seg_id, frames, rewards, episode, env_index)

@@ -40,9 +40,9 @@ def make_vec_env(name: str, n_envs: int):
 
 
 def untrained_checkpoint(env, directory: str) -> str:
-    """Write a checkpoint of an untrained network for ``env`` (one env or an SB3 VecEnv); its forward
-    cost is what we measure."""
-    spec = infer_frame_spec(env.observation_space.sample())
+    """Write a checkpoint of an untrained network for ``env`` (one env, an SB3 VecEnv or a gymnasium
+    vector env); its forward cost is what we measure."""
+    spec = infer_frame_spec(getattr(env, "single_observation_space", env.observation_space).sample())
     path = os.path.join(directory, "reward_predictor.ckpt")
     RewardPredictor(NetConfig(spec)).save(path)
     return directory

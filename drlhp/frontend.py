@@ -24,14 +24,18 @@ class PipelineFrontEnd:
     def _start_pipeline(self, single_obs: Any, n_envs: int, config: Optional[PreferenceConfig],
                         kwargs: dict) -> None:
         """Validate the settings and the frame of ``single_obs`` (one env's sample observation); start."""
-        self._config = PreferenceConfig.from_kwargs(config, kwargs)
-        self._transform = self._config.obs_transform_func
-        spec = infer_frame_spec(self._frame(single_obs))
-        self.pipeline = PreferencePipeline(self._config, spec, n_envs)
+        config = PreferenceConfig.from_kwargs(config, kwargs)
+        self._transform = config.obs_transform_func
+        self.pipeline = PreferencePipeline(config, infer_frame_spec(self._frame(single_obs)), n_envs)
 
     def _frame(self, obs: Any) -> np.ndarray:
         """One env's observation -> the frame stored and rewarded."""
         return self._transform(obs) if self._transform is not None else obs
+
+    @property
+    def config(self) -> PreferenceConfig:
+        """The run's settings."""
+        return self.pipeline.config
 
     @property
     def frame_spec(self) -> FrameSpec:
@@ -40,7 +44,7 @@ class PipelineFrontEnd:
 
     @property
     def log_dir(self) -> str:
-        return self._config.log_dir
+        return self.pipeline.config.log_dir
 
     @property
     def using_reward_from_predictor(self) -> bool:

@@ -10,6 +10,7 @@ import gymnasium
 
 from drlhp.config import PreferenceConfig
 from drlhp.frontend import PREDICTED_REWARD_KEY, TRUE_REWARD_KEY
+from drlhp.log_dir_lock import LogDirInUseError
 from drlhp.pipeline import PreferencePipeline
 from drlhp.processes import WorkerError
 from drlhp.pref_db import PrefBuffer, PrefDB, PrefDBFormatError
@@ -25,5 +26,5 @@ if "drlhp/MovingDot-v0" not in gymnasium.registry:
 __all__ = [
     "HumanPreferencesEnvWrapper", "HumanPreferencesVectorWrapper", "PreferenceConfig", "PreferencePipeline",
     "RewardPredictor", "PrefDB", "PrefBuffer", "PrefDBFormatError",
-    "WorkerError", "TRUE_REWARD_KEY", "PREDICTED_REWARD_KEY",
+    "WorkerError", "LogDirInUseError", "TRUE_REWARD_KEY", "PREDICTED_REWARD_KEY",
 ]

@@ -33,7 +33,8 @@ class PreferenceConfig:
         collect_prefs: start the preference interface and gather labels.
         train_reward: train the reward predictor (on collected and/or loaded labels).
         log_dir: where checkpoints (``reward_predictor_checkpoints/reward_predictor.ckpt``),
-            ``train.pkl.gz`` / ``val.pkl.gz`` and ``reward_training_metrics.csv`` go.
+            ``train.pkl.gz`` / ``val.pkl.gz`` and ``reward_training_metrics.csv`` go. One run
+            at a time: a second run on a ``log_dir`` in use raises ``drlhp.LogDirInUseError``.
         prefs_dir: a directory with ``train.pkl.gz`` / ``val.pkl.gz`` to start from.
         pretrained_reward_predictor_dir: a checkpoint directory (or file) to predict
             rewards with from the first step (and to continue training, with ``train_reward``).

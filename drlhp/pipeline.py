@@ -50,6 +50,7 @@ import torch
 
 from drlhp.config import PreferenceConfig
 from drlhp.frames import FrameSpec
+from drlhp.log_dir_lock import LogDirInUseError
 from drlhp.messages import SavePrefs
 from drlhp.pref_interface import InterfaceConfig, run_pref_interface
 from drlhp.processes import SharedStats, WorkerError, Workers
@@ -253,6 +254,8 @@ class PreferencePipeline:
                 status, result = self._replies.get(timeout=0.1)
             except queue.Empty:
                 continue
+            if status == "log_dir_in_use":
+                raise LogDirInUseError(result)
             if status != expected:
                 raise WorkerError(f"drlhp's reward_trainer process reported an error:\n{result}")
             return result

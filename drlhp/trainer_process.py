@@ -9,6 +9,7 @@ it only collects, so ``save_prefs()`` works while nothing trains.
 from __future__ import annotations
 
 import logging
+import multiprocessing
 import os
 import queue
 import threading
@@ -21,6 +22,7 @@ import numpy as np
 import torch
 
 from drlhp.files import append_csv_row
+from drlhp.log_dir_lock import LogDirInUseError, LogDirLock
 from drlhp.messages import ForgetSegment, Preference, SavePrefs, SegmentData
 from drlhp.normaliser import RewardNormaliser
 from drlhp.pref_db import PrefBuffer
@@ -243,11 +245,16 @@ def _mean_ignoring_nan(values: list) -> float:
 
 def run_reward_trainer(config: TrainerConfig, pref_queue, commands, replies, stop_event, stats) -> None:
     """Process main of the reward-training process."""
+    try:  # held until this process ends: after the run's last save, even if the main program crashed
+        LogDirLock(config.log_dir).acquire(multiprocessing.parent_process().pid)
+    except LogDirInUseError as e:
+        replies.put(("log_dir_in_use", str(e)))
+        stop_event.wait()  # the main process raises the error and stops us
+        return
     if config.torch_threads:
         torch.set_num_threads(config.torch_threads)
     if config.seed is not None:
         torch.manual_seed(config.seed)
-    os.makedirs(config.log_dir, exist_ok=True)
     loop = RewardTrainingLoop(config, pref_queue, commands, replies, stop_event, stats)
     replies.put(("ready", {"n_train": len(loop.buffer.train_db), "n_val": len(loop.buffer.val_db)}))
     loop.run()

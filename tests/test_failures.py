@@ -129,6 +129,8 @@ def test_children_save_labels_and_exit_when_the_main_process_dies(tmp_path):
     assert wait_for(lambda: all(gone(p) for p in pids), timeout=40), "orphaned drlhp workers are still running"
     saved = PrefDB.load(str(tmp_path / "train.pkl.gz")), PrefDB.load(str(tmp_path / "val.pkl.gz"))
     assert sum(len(db) for db in saved) >= 10  # the labels made before the crash survived it
+    with HumanPreferencesEnvWrapper(FakePixelEnv(), log_dir=str(tmp_path), train_reward=False, **FAST):
+        pass  # the crashed run's log_dir is free again once its trainer has saved
 
 
 def test_labels_are_autosaved_at_intervals(tmp_path):

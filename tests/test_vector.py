@@ -5,6 +5,7 @@ import signal
 import time
 from functools import partial
 
+import gymnasium
 import numpy as np
 import pytest
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
@@ -173,6 +174,28 @@ def test_obs_transform_func_is_applied_to_each_sub_envs_observation(tmp_path):
         venv.save_prefs()
     for seg in PrefDB.load(str(tmp_path / "train.pkl.gz")).segments.values():
         assert seg.frames.shape == (5, 3) and seg.frames[0, 0] % 5 == 1
+
+
+def dict_stamped_env(instance: int) -> gymnasium.Env:
+    env = StampedEnv(instance, EPISODE_LENGTHS[instance])
+    space = gymnasium.spaces.Dict({"pixels": env.observation_space, "step": gymnasium.spaces.Discrete(1)})
+    return gymnasium.wrappers.TransformObservation(env, lambda o: {"pixels": o, "step": 0}, space)
+
+
+def test_dict_observations_of_a_gymnasium_vector_env(tmp_path):
+    envs = SyncVectorEnv([partial(dict_stamped_env, i) for i in range(4)], autoreset_mode=AutoresetMode.SAME_STEP)
+    with HumanPreferencesVectorWrapper(envs, obs_transform_func=lambda o: o["pixels"], train_reward=False,
+                                       log_dir=str(tmp_path), **FAST) as venv:
+        assert venv.frame_spec.shape == (12, 12, 1)
+        venv.reset(seed=0)
+        deadline = time.monotonic() + 60
+        while venv.stats()["prefs_received"] < 10:
+            assert time.monotonic() < deadline, venv.stats()
+            venv.step(np.zeros(4, dtype=np.int64))
+        venv.save_prefs()
+    for seg in PrefDB.load(str(tmp_path / "train.pkl.gz")).segments.values():
+        t = seg.frames[:, 0, 0, 0].astype(int)
+        assert t[0] % 5 == 1 and t.tolist() == list(range(t[0], t[0] + 5))  # final_obs used at episode ends
 
 
 @pytest.mark.parametrize("kind", ["sb3-dummy", "gym-sync-NEXT_STEP"])

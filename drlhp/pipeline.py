@@ -108,17 +108,19 @@ class PreferencePipeline:
         self._episode_steps = [0] * n_envs
         self._workers: Optional[Workers] = None
         self._channel: Optional[SegmentChannel] = None
-        if not (config.collect_prefs or config.train_reward):
-            return
+        if config.collect_prefs or config.train_reward:
+            self._start_workers(pretrained_ckpt, human)
 
-        ctx = multiprocessing.get_context(config.mp_start_method)
+    def _start_workers(self, pretrained_ckpt: Optional[str], human) -> None:
+        """Start the trainer (and the interface, when collecting); return once the trainer is ready."""
+        c, frame_spec = self.config, self.frame_spec
+        ctx = multiprocessing.get_context(c.mp_start_method)
         self._stats = SharedStats(ctx)
-        self._workers = Workers(ctx, config.log_level)
+        self._workers = Workers(ctx, c.log_level)
         self._closed = False
         self._pref_queue = ctx.Queue(64)
         self._commands, self._replies = ctx.Queue(), ctx.Queue()
         self._interface_stop, self._trainer_stop = ctx.Event(), ctx.Event()
-        c = config
         autosave_interval = c.prefs_autosave_interval
         if autosave_interval is None and human is not None:
             autosave_interval = 30.0
@@ -137,14 +139,14 @@ class PreferencePipeline:
                                 self._commands, self._replies, self._trainer_stop, self._stats,
                                 stop_event=self._trainer_stop)
             if c.collect_prefs:
-                n_slots = c.segment_queue_size or max(8, 2 * n_envs)
+                n_slots = c.segment_queue_size or max(8, 2 * self.n_envs)
                 self._channel = SegmentChannel(ctx, frame_spec, c.segment_length, n_slots)
                 interface_config = InterfaceConfig(c.max_segs, c.seed, c.labeller, c.synthetic_prefs_per_segment, human)
                 self._workers.start("pref_interface", run_pref_interface, interface_config, self._channel,
                                     self._pref_queue, self._interface_stop, self._stats,
                                     stop_event=self._interface_stop)
-            # Wait until the trainer has loaded prefs_dir / the pretrained checkpoint, so
-            # a bad file fails here, with its own message, rather than on a later step.
+            # Wait until the trainer holds the log_dir lock and has loaded prefs_dir / the pretrained
+            # checkpoint, so a busy log_dir or a bad file fails here, with its own message.
             self._await_reply("ready", timeout=120.0)
         except BaseException:
             self.close()

@@ -2,7 +2,7 @@
 
 ::
 
-    venv = HumanPreferencesVecEnvWrapper(VecFrameStack(make_atari_env("ALE/Pong-v5", n_envs=8), 4),
+    venv = HumanPreferencesVecEnvWrapper(VecFrameStack(make_atari_env("PongNoFrameskip-v4", n_envs=8), 4),
                                          segment_length=25, synthetic_preferences=True)
     PPO("CnnPolicy", venv).learn(1_000_000)
 

@@ -65,7 +65,7 @@ def train_from_preferences(venv: VecEnv, args: Args, make_agent: Callable[[VecEn
         seed=args.seed,
     )
     with wrapped:
-        random_return = warm_up_reward_predictor(wrapped)
+        random_return = warm_up_reward_predictor(wrapped, args.seed)
         stats = wrapped.stats()
         print(f"reward predictor ready after {stats['training_steps']} training steps on {stats['prefs_received']} "
               f"labels; random policy's true return: {random_return:.1f}", flush=True)
@@ -107,10 +107,11 @@ class TrueReturnLogger(BaseCallback):
         return True
 
 
-def warm_up_reward_predictor(venv: HumanPreferencesVecEnvWrapper) -> float:
+def warm_up_reward_predictor(venv: HumanPreferencesVecEnvWrapper, seed: int) -> float:
     """Act randomly until the wrapper returns predicted rewards; returns the mean true episode return."""
     print("labelling clips of a random policy until the reward predictor is ready ...", flush=True)
     # (With --human, that takes n_initial_prefs of your answers, then n_initial_training_steps.)
+    venv.action_space.seed(seed)
     venv.reset()
     returns: list[float] = []
     while not venv.using_reward_from_predictor:

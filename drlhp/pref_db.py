@@ -176,6 +176,12 @@ class PrefBuffer:
         (self.val_db if to_val else self.train_db).append(a, b, label)
         self.n_received += 1
 
+    @property
+    def nbytes(self) -> int:
+        """Bytes of clip data held in memory (a clip in several pairs, or in both sets, counts once)."""
+        segments = {**self.train_db.segments, **self.val_db.segments}
+        return sum(s.frames.nbytes + s.rewards.nbytes for s in segments.values())
+
     def save(self, directory: str) -> List[str]:
         paths = [os.path.join(directory, TRAIN_FILE), os.path.join(directory, VAL_FILE)]
         self.train_db.save(paths[0])

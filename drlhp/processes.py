@@ -39,6 +39,7 @@ class SharedStats:
         self.labels_sent = ctx.RawValue("q", 0)
         self.prefs_received = ctx.RawValue("q", 0)
         self.training_steps = ctx.RawValue("q", 0)
+        self.db_bytes = ctx.RawValue("q", 0)  # clip data the trainer's database holds in memory
 
     def as_dict(self) -> dict:
         return {k: v.value for k, v in vars(self).items()}

@@ -123,6 +123,7 @@ class RewardTrainingLoop:
         self._rate_clock = time.monotonic()
         self._start = time.monotonic()
         self._next_autosave = self._start + (config.autosave_interval or 0)
+        self._next_byte_count = 0.0
 
     @property
     def step(self) -> int:
@@ -148,6 +149,7 @@ class RewardTrainingLoop:
                 if can_train:
                     self._train_step()
                 self._maybe_autosave()
+                self._maybe_count_bytes()
         finally:
             n_unsaved = self.receiver.n_unsaved
             if self.config.collect_prefs and self.config.autosave_prefs and n_unsaved:
@@ -158,6 +160,13 @@ class RewardTrainingLoop:
     def _check_receiver(self) -> None:
         if self.receiver.error:
             raise RuntimeError(f"preference receiver thread failed:\n{self.receiver.error}")
+
+    def _maybe_count_bytes(self) -> None:
+        # About a millisecond for a full database: once a second is plenty for stats().
+        if time.monotonic() >= self._next_byte_count:
+            self._next_byte_count = time.monotonic() + 1.0
+            with self.lock:
+                self.stats.db_bytes.value = self.buffer.nbytes
 
     def _maybe_autosave(self) -> None:
         if not self.config.autosave_interval or not self.receiver.n_unsaved or time.monotonic() < self._next_autosave:

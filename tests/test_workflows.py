@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 
-from conftest import FAST, FakePixelEnv, step_until
+from conftest import FAST, FakePixelEnv, step_until, wait_for
 from drlhp import PREDICTED_REWARD_KEY, TRUE_REWARD_KEY, HumanPreferencesEnvWrapper, PrefDB, RewardPredictor
 
 CKPT = os.path.join("reward_predictor_checkpoints", "reward_predictor.ckpt")
@@ -135,3 +135,20 @@ def test_a_checkpoint_left_by_an_earlier_run_is_not_used(tmp_path):
         for _ in range(50):
             env.step(0)
         assert not env.using_reward_from_predictor and env.stats()["predictor_training_step"] is None
+
+
+def test_stats_report_the_bytes_the_database_holds(tmp_path):
+    from drlhp.pref_db import PrefBuffer
+    from drlhp.segments import Segment
+
+    rng = np.random.default_rng(0)
+    segments = [Segment(i, rng.integers(0, 256, (5, 12, 12, 1), dtype=np.uint8), rng.normal(size=5)) for i in range(12)]
+    buffer = PrefBuffer(100, 0.2)
+    for i in range(20):  # 20 pairs over 12 clips: most clips are in several pairs, each is counted once
+        buffer.add(segments[i % 12], segments[(i * 5 + 1) % 12], 1.0)
+    buffer.save(str(tmp_path / "prefs"))
+    expected = 12 * (5 * 12 * 12 + 5 * 8)  # uint8 frames + float64 rewards of each clip
+    assert buffer.nbytes == expected
+    with HumanPreferencesEnvWrapper(FakePixelEnv(), prefs_dir=str(tmp_path / "prefs"), collect_prefs=False,
+                                    log_dir=str(tmp_path / "run"), **FAST) as env:
+        assert wait_for(lambda: env.stats()["db_bytes"] == expected, timeout=30), env.stats()

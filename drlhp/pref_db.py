@@ -17,7 +17,7 @@ from typing import BinaryIO, Dict, List, Optional, Tuple
 import numpy as np
 
 from drlhp.files import atomic_write
-from drlhp.segments import Segment
+from drlhp.segments import PackedSegment, Segment, pack
 
 FORMAT_NAME = "drlhp-prefdb"
 FORMAT_VERSION = 1
@@ -33,14 +33,15 @@ class PrefDB:
     """Labelled segment pairs, oldest evicted first once ``maxlen`` pairs are held.
 
     A segment is stored once however many pairs it appears in (pairs hold ids;
-    segments are reference-counted and dropped with their last pair).
+    segments are reference-counted and dropped with their last pair), with its
+    frames compressed (``PackedSegment``): a minibatch unpacks only its own clips.
     """
 
     def __init__(self, maxlen: int) -> None:
         if maxlen < 1:
             raise ValueError(f"maxlen must be >= 1, got {maxlen}")
         self.maxlen = maxlen
-        self.segments: Dict[int, Segment] = {}
+        self.segments: Dict[int, PackedSegment] = {}
         self._refs: Dict[int, int] = {}
         self.prefs: deque[Tuple[int, int, float]] = deque()
 
@@ -49,7 +50,8 @@ class PrefDB:
 
     def append(self, a: Segment, b: Segment, label: float) -> None:
         for seg in (a, b):
-            self.segments.setdefault(seg.seg_id, seg)
+            if seg.seg_id not in self.segments:
+                self.segments[seg.seg_id] = pack(seg)
             self._refs[seg.seg_id] = self._refs.get(seg.seg_id, 0) + 1
         self.prefs.append((a.seg_id, b.seg_id, float(label)))
         while len(self.prefs) > self.maxlen:
@@ -122,12 +124,12 @@ class PrefDB:
             raise _format_error(path, "rewards do not match the segment length")
         if not np.all(np.isin(labels, (0.0, 0.5, 1.0))):
             raise _format_error(path, "labels must be 0, 0.5 or 1")
-        segments: Dict[int, Segment] = {}
+        segments: Dict[int, PackedSegment] = {}
         for k, seg_id in enumerate(ids.tolist()):
             frames = _read(f)
             if list(frames.shape) != header["segment_shape"] or frames.dtype.str != header["frame_dtype"]:
                 raise _format_error(path, f"segment {seg_id} has shape {frames.shape}, dtype {frames.dtype}")
-            segments[seg_id] = Segment(seg_id, frames, rewards[k].astype(np.float64))
+            segments[seg_id] = PackedSegment(Segment(seg_id, frames, rewards[k].astype(np.float64)))
         if f.read(1):
             raise _format_error(path, "unexpected data after the last segment")
         db = cls(maxlen if maxlen is not None else int(header["maxlen"]))
@@ -178,9 +180,9 @@ class PrefBuffer:
 
     @property
     def nbytes(self) -> int:
-        """Bytes of clip data held in memory (a clip in several pairs, or in both sets, counts once)."""
+        """Bytes of clip data held in memory, compressed (a clip in several pairs, or in both sets, counts once)."""
         segments = {**self.train_db.segments, **self.val_db.segments}
-        return sum(s.frames.nbytes + s.rewards.nbytes for s in segments.values())
+        return sum(s.nbytes for s in segments.values())
 
     def save(self, directory: str) -> List[str]:
         paths = [os.path.join(directory, TRAIN_FILE), os.path.join(directory, VAL_FILE)]

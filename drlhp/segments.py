@@ -1,6 +1,7 @@
 """Cutting the observation stream into fixed-length segments of one episode each."""
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass
 from typing import Optional
 
@@ -29,6 +30,46 @@ class Segment:
     @property
     def true_return(self) -> float:
         return float(self.rewards.sum())
+
+    @property
+    def nbytes(self) -> int:
+        return self.frames.nbytes + self.rewards.nbytes
+
+
+class PackedSegment:
+    """A ``Segment`` whose frames are kept zlib-compressed in memory; ``frames`` decompresses them.
+
+    Why: the trainer holds thousands of clips, and pixel clips compress well
+    (a 25-frame Pong clip with a 4-frame stack: 0.7 MB -> ~9 kB, 80x; 0.9 ms to pack,
+    0.7 ms to unpack). A training step unpacks only its minibatch.
+    """
+
+    __slots__ = ("seg_id", "rewards", "episode", "env_index", "_data", "_shape", "_dtype")
+
+    def __init__(self, seg: Segment) -> None:
+        frames = np.ascontiguousarray(seg.frames)
+        self.seg_id, self.rewards, self.episode, self.env_index = seg.seg_id, seg.rewards, seg.episode, seg.env_index
+        self._shape, self._dtype = frames.shape, frames.dtype
+        self._data = zlib.compress(memoryview(frames).cast("B"), 1)  # level 1: nearly all the gain, fastest
+
+    @property
+    def frames(self) -> np.ndarray:
+        """The frames, unpacked (a new read-only array on every access: keep it if you need it twice)."""
+        return np.frombuffer(zlib.decompress(self._data), self._dtype).reshape(self._shape)
+
+    @property
+    def true_return(self) -> float:
+        return float(self.rewards.sum())
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held: the packed frames and the rewards."""
+        return len(self._data) + self.rewards.nbytes
+
+
+def pack(seg) -> PackedSegment:
+    """``seg`` with its frames compressed (``seg`` itself if it already is)."""
+    return seg if isinstance(seg, PackedSegment) else PackedSegment(seg)
 
 
 class SegmentBuilder:

@@ -51,14 +51,14 @@ def replay(dbs: List[Tuple[str, PrefDB]], fps: float = 20.0, zoom: int = 0) -> N
     i = 0
     while 0 <= i < len(pairs):
         name, db, (a, b, label) = pairs[i]
-        seg_a, seg_b = db.segments[a], db.segments[b]
-        spec = infer_frame_spec(seg_a.frames[0])
+        frames_a, frames_b = db.segments[a].frames, db.segments[b].frames  # unpacked once per pair
+        spec = infer_frame_spec(frames_a[0])
         print(f"{name} pair {i + 1}/{len(pairs)}: clip {a} (L) vs clip {b} (R): {LABEL_NAMES[label]}", flush=True)
         step, t = 0, 0
         while step == 0:
-            j = t % len(seg_a.frames)
-            cv2.imshow(WINDOW, compose_pair(displayable(seg_a.frames[j], spec), displayable(seg_b.frames[j], spec),
-                                            zoom or auto_zoom(spec), (j + 1) / len(seg_a.frames),
+            j = t % len(frames_a)
+            cv2.imshow(WINDOW, compose_pair(displayable(frames_a[j], spec), displayable(frames_b[j], spec),
+                                            zoom or auto_zoom(spec), (j + 1) / len(frames_a),
                                             f"{i + 1}/{len(pairs)}"))
             t += 1
             key = cv2.waitKey(max(1, int(1000 / fps)))

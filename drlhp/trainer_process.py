@@ -28,7 +28,7 @@ from drlhp.normaliser import RewardNormaliser
 from drlhp.pref_db import PrefBuffer
 from drlhp.reward_predictor import CHECKPOINT_DIRNAME, CHECKPOINT_FILENAME, NetConfig, RewardPredictor
 from drlhp.reward_trainer import RewardTrainer
-from drlhp.segments import Segment
+from drlhp.segments import PackedSegment, Segment, pack
 
 log = logging.getLogger("drlhp.trainer")
 
@@ -76,7 +76,7 @@ class PrefReceiver(threading.Thread):
         super().__init__(name="drlhp-pref-receiver", daemon=True)
         self.pref_queue, self.buffer, self.lock, self.stats = pref_queue, buffer, lock, stats
         self.id_offset = id_offset  # keeps new segment ids clear of those loaded from prefs_dir
-        self.live: Dict[int, Segment] = {}
+        self.live: Dict[int, PackedSegment] = {}
         self.done = threading.Event()
         self.error: Optional[str] = None
         self.n_unsaved = 0
@@ -86,7 +86,8 @@ class PrefReceiver(threading.Thread):
             while (msg := self.pref_queue.get()) is not None:
                 if isinstance(msg, SegmentData):
                     seg_id = msg.seg_id + self.id_offset
-                    self.live[msg.seg_id] = Segment(seg_id, msg.frames, msg.rewards)
+                    # Packed here, outside the lock, once for every pair and both sets it joins.
+                    self.live[msg.seg_id] = pack(Segment(seg_id, msg.frames, msg.rewards))
                 elif isinstance(msg, ForgetSegment):
                     del self.live[msg.seg_id]
                 elif isinstance(msg, Preference):

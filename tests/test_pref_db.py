@@ -17,10 +17,11 @@ def test_fifo_eviction_and_segments_stored_once():
     db = PrefDB(maxlen=3)
     s = [seg(i) for i in range(5)]
     db.append(s[0], s[1], 1.0)
+    stored = db.segments[0]
     db.append(s[0], s[2], 0.0)
     db.append(s[1], s[2], 0.5)
     assert len(db.segments) == 3 and len(db) == 3
-    assert db.segments[0] is s[0]  # the same array, not a copy per pair
+    assert db.segments[0] is stored  # one copy, not one per pair
     db.append(s[3], s[4], 1.0)  # evicts (0, 1)
     assert list(db.prefs)[0] == (0, 2, 0.0) and set(db.segments) == {0, 1, 2, 3, 4}
     db.append(s[3], s[4], 0.0)  # evicts (0, 2): segment 0 has no pair left
@@ -108,3 +109,20 @@ def test_buffer_splits_exactly_and_saves_both_files(tmp_path):
 def test_buffer_load_names_the_missing_file(tmp_path):
     with pytest.raises(FileNotFoundError, match="train.pkl.gz"):
         PrefBuffer.load(str(tmp_path), 10, 0.2)
+
+
+def test_clips_are_held_compressed_and_unpack_exactly():
+    from drlhp.segments import PackedSegment, Segment
+
+    frames = np.zeros((25, 84, 84, 4), np.uint8)
+    frames[:, 40:44, 10:14] = np.arange(25)[:, None, None, None]  # a moving-ish blob on a plain screen
+    seg = Segment(7, frames, np.arange(25.0), episode=3, env_index=2)
+    packed = PackedSegment(seg)
+    assert np.array_equal(packed.frames, frames) and packed.frames.dtype == np.uint8
+    assert (packed.seg_id, packed.episode, packed.env_index, packed.true_return) == (7, 3, 2, seg.true_return)
+    assert packed.nbytes < frames.nbytes / 50
+    db = PrefDB(10)
+    db.append(seg, Segment(8, frames[::-1].copy(), np.zeros(25)), 1.0)
+    assert isinstance(db.segments[7], PackedSegment)
+    frames_a, frames_b, labels = db.batch(np.array([0]))
+    assert np.array_equal(frames_a[0], frames) and np.array_equal(frames_b[0], frames[::-1]) and labels[0] == 1.0

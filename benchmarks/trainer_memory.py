@@ -22,7 +22,7 @@ from drlhp import HumanPreferencesEnvWrapper
 MAX_PREFS = 3000  # drlhp's default database size
 
 
-def rss_mb(pid: int) -> float:
+def rss_mib(pid: int) -> float:
     with open(f"/proc/{pid}/status") as f:
         kb = next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
     return kb / 1024
@@ -34,9 +34,9 @@ def measure(name: str, seconds: float) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         env = HumanPreferencesEnvWrapper(make_env(name), log_dir=tmp, max_prefs_in_db=MAX_PREFS, log_level=30)
         trainer = env.pipeline.processes["reward_trainer"].pid
-        baseline = rss_mb(trainer)
-        print(f"{name}: trainer RSS before any label {baseline:.0f} MB")
-        print(f"  {'s':>5} {'labels':>7} {'db MB':>7} {'RSS MB':>7} {'RSS-base / db':>14}")
+        baseline = rss_mib(trainer)
+        print(f"{name}: trainer RSS before any label {baseline:.0f} MiB")
+        print(f"  {'s':>5} {'labels':>7} {'db MiB':>7} {'RSS MiB':>7} {'RSS-base / db':>14}")
         env.reset(seed=0)
         start = next_sample = time.monotonic()
         full = False
@@ -46,11 +46,11 @@ def measure(name: str, seconds: float) -> None:
                 env.reset()
             if time.monotonic() >= next_sample:
                 next_sample += 5.0
-                stats, rss = env.stats(), rss_mb(trainer)
-                db_mb = stats["db_bytes"] / 2**20
+                stats, rss = env.stats(), rss_mib(trainer)
+                db_mib = stats["db_bytes"] / 2**20
                 full = stats["prefs_received"] >= MAX_PREFS * 1.1  # full, and some evictions done
-                ratio = f"{(rss - baseline) / db_mb:14.2f}" if db_mb else f"{'-':>14}"
-                print(f"  {time.monotonic() - start:5.0f} {stats['prefs_received']:7d} {db_mb:7.0f} {rss:7.0f} {ratio}",
+                ratio = f"{(rss - baseline) / db_mib:14.2f}" if db_mib else f"{'-':>14}"
+                print(f"  {time.monotonic() - start:5.0f} {stats['prefs_received']:7d} {db_mib:7.0f} {rss:7.0f} {ratio}",
                       flush=True)
         closing = time.monotonic()
         env.close()

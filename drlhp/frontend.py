@@ -2,7 +2,7 @@
 a user calls, the ``info`` keys, and taking one env's observation out of a batch."""
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Dict, Optional
 
 import numpy as np
 
@@ -31,6 +31,14 @@ class PipelineFrontEnd:
     def _frame(self, obs: Any) -> np.ndarray:
         """One env's observation -> the frame stored and rewarded."""
         return self._transform(obs) if self._transform is not None else obs
+
+    def _frames(self, obs: Any, last_obs: Dict[int, Any]) -> np.ndarray:
+        """The N frames of a vector step; ``last_obs`` maps each env whose episode just ended (and
+        whose returned observation is already the next episode's first) to its episode's last one."""
+        if self._transform is None and not last_obs:
+            return obs  # already the batch of frames: no copy on the common step
+        return np.stack([self._frame(last_obs[i] if i in last_obs else unbatch(obs, i))
+                         for i in range(self.pipeline.n_envs)])
 
     @property
     def config(self) -> PreferenceConfig:

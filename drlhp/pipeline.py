@@ -206,11 +206,6 @@ class PreferencePipeline:
             return self._user_choice
         return self._predictor.training_step >= self.config.n_initial_training_steps
 
-    @property
-    def predictor(self) -> Optional[RewardPredictor]:
-        """The reward predictor in use (the newest checkpoint seen), or None before the first."""
-        return self._predictor
-
     def switch_to_true_reward(self) -> None:
         """Return the environment's reward from now on (until ``switch_to_predicted_reward()``)."""
         self._user_choice = False

@@ -24,7 +24,7 @@ except ImportError as e:  # an optional dependency: say how to get it
     raise ImportError('drlhp.sb3 needs Stable-Baselines3: pip install "drlhp[sb3]"') from e
 
 from drlhp.config import PreferenceConfig
-from drlhp.frontend import PREDICTED_REWARD_KEY, TRUE_REWARD_KEY, PipelineFrontEnd, unbatch
+from drlhp.frontend import PREDICTED_REWARD_KEY, TRUE_REWARD_KEY, PipelineFrontEnd
 
 
 class HumanPreferencesVecEnvWrapper(PipelineFrontEnd, VecEnvWrapper):
@@ -51,7 +51,8 @@ class HumanPreferencesVecEnvWrapper(PipelineFrontEnd, VecEnvWrapper):
 
     def step_wait(self):
         obs, rewards, dones, infos = self.venv.step_wait()
-        predicted = self.pipeline.step(self._frames(obs, dones, infos), rewards, None, dones)
+        last_obs = {i: infos[i]["terminal_observation"] for i in np.flatnonzero(dones)}
+        predicted = self.pipeline.step(self._frames(obs, last_obs), rewards, None, dones)
         for i, info in enumerate(infos):
             info[TRUE_REWARD_KEY] = float(rewards[i])
             if predicted is not None:
@@ -59,13 +60,6 @@ class HumanPreferencesVecEnvWrapper(PipelineFrontEnd, VecEnvWrapper):
         if predicted is not None:
             rewards = predicted.astype(np.float32)
         return obs, rewards, dones, infos
-
-    def _frames(self, obs, dones: np.ndarray, infos) -> np.ndarray:
-        """The N frames of this step; a sub-env whose episode just ended gives its terminal observation."""
-        if self._transform is None and not dones.any():
-            return obs
-        return np.stack([self._frame(infos[i]["terminal_observation"] if dones[i] else unbatch(obs, i))
-                         for i in range(self.num_envs)])
 
     def close(self) -> None:
         """Stop the processes (letting the trainer save unsaved labels), then close the envs. Idempotent."""

@@ -31,10 +31,6 @@ class Segment:
     def true_return(self) -> float:
         return float(self.rewards.sum())
 
-    @property
-    def nbytes(self) -> int:
-        return self.frames.nbytes + self.rewards.nbytes
-
 
 class PackedSegment:
     """A ``Segment`` whose frames are kept zlib-compressed in memory; ``frames`` decompresses them.

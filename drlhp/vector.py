@@ -13,13 +13,13 @@ followed apart, in any of gymnasium's autoreset modes:
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Optional
 
 import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
 
 from drlhp.config import PreferenceConfig
-from drlhp.frontend import PREDICTED_REWARD_KEY, TRUE_REWARD_KEY, PipelineFrontEnd, unbatch
+from drlhp.frontend import PREDICTED_REWARD_KEY, TRUE_REWARD_KEY, PipelineFrontEnd
 
 
 class HumanPreferencesVectorWrapper(PipelineFrontEnd, VectorWrapper):
@@ -61,7 +61,10 @@ class HumanPreferencesVectorWrapper(PipelineFrontEnd, VectorWrapper):
         if self._autoreset_mode == AutoresetMode.NEXT_STEP:
             recorded = ~self._resetting_next
             self._resetting_next = ends
-        predicted = self.pipeline.step(self._frames(obs, infos), rewards, recorded, ends)
+        last_obs = {}
+        if self._autoreset_mode == AutoresetMode.SAME_STEP and "_final_obs" in infos:
+            last_obs = {i: infos["final_obs"][i] for i in np.flatnonzero(infos["_final_obs"])}
+        predicted = self.pipeline.step(self._frames(obs, last_obs), rewards, recorded, ends)
         infos = dict(infos)
         infos[TRUE_REWARD_KEY], infos["_" + TRUE_REWARD_KEY] = rewards, self._all
         if predicted is not None:
@@ -70,15 +73,6 @@ class HumanPreferencesVectorWrapper(PipelineFrontEnd, VectorWrapper):
             rewards = infos[PREDICTED_REWARD_KEY] = predicted
             infos["_" + PREDICTED_REWARD_KEY] = self._all
         return obs, rewards, terminations, truncations, infos
-
-    def _frames(self, obs: Any, infos: dict) -> np.ndarray:
-        """The N frames of this step; a sub-env whose episode just ended (SAME_STEP) gives its last one."""
-        final = infos.get("_final_obs") if self._autoreset_mode == AutoresetMode.SAME_STEP else None
-        has_final = final is not None and final.any()
-        if self._transform is None and not has_final:
-            return obs
-        return np.stack([self._frame(infos["final_obs"][i] if has_final and final[i] else unbatch(obs, i))
-                         for i in range(self.num_envs)])
 
     def close(self, **kwargs) -> None:
         """Stop the processes (letting the trainer save unsaved labels), then close the envs. Idempotent."""

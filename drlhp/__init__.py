@@ -15,6 +15,7 @@ from drlhp.pipeline import PreferencePipeline
 from drlhp.processes import WorkerError
 from drlhp.pref_db import PrefBuffer, PrefDB, PrefDBFormatError
 from drlhp.reward_predictor import RewardPredictor
+from drlhp.run_dir import LogDirHasLabelsError
 from drlhp.vector import HumanPreferencesVectorWrapper
 from drlhp.wrapper import HumanPreferencesEnvWrapper
 
@@ -26,5 +27,5 @@ if "drlhp/MovingDot-v0" not in gymnasium.registry:
 __all__ = [
     "HumanPreferencesEnvWrapper", "HumanPreferencesVectorWrapper", "PreferenceConfig", "PreferencePipeline",
     "RewardPredictor", "PrefDB", "PrefBuffer", "PrefDBFormatError",
-    "WorkerError", "LogDirInUseError", "TRUE_REWARD_KEY", "PREDICTED_REWARD_KEY",
+    "WorkerError", "LogDirInUseError", "LogDirHasLabelsError", "TRUE_REWARD_KEY", "PREDICTED_REWARD_KEY",
 ]

@@ -18,6 +18,7 @@ import numpy as np
 
 from drlhp.labellers import Labeller
 from drlhp.reward_predictor import checkpoint_path
+from drlhp.run_dir import can_resume
 
 
 @dataclass(frozen=True)
@@ -33,8 +34,14 @@ class PreferenceConfig:
         collect_prefs: start the preference interface and gather labels.
         train_reward: train the reward predictor (on collected and/or loaded labels).
         log_dir: where checkpoints (``reward_predictor_checkpoints/reward_predictor.ckpt``),
-            ``train.pkl.gz`` / ``val.pkl.gz`` and ``reward_training_metrics.csv`` go. One run
-            at a time: a second run on a ``log_dir`` in use raises ``drlhp.LogDirInUseError``.
+            ``train.pkl.gz`` / ``val.pkl.gz``, the label journal and ``reward_training_metrics.csv``
+            go. One run at a time: a second run on a ``log_dir`` in use raises
+            ``drlhp.LogDirInUseError``; a new run that would collect into a ``log_dir`` holding
+            an earlier run's labels raises ``drlhp.LogDirHasLabelsError`` (see ``resume``).
+        resume: continue the run in ``log_dir`` where it stopped (closed, killed or crashed):
+            its labels (snapshot + journal), reward network, optimiser state, normaliser and
+            numbering. Where ``log_dir`` has no labels (or no checkpoint) of its own, they come
+            from ``prefs_dir`` (or ``pretrained_reward_predictor_dir``) as in a new run.
         prefs_dir: a directory with ``train.pkl.gz`` / ``val.pkl.gz`` to start from.
         pretrained_reward_predictor_dir: a checkpoint directory (or file) to predict
             rewards with from the first step (and to continue training, with ``train_reward``).
@@ -63,8 +70,9 @@ class PreferenceConfig:
         human_terminal: the terminal where a person types answers: the controlling
             terminal by default; name another (e.g. a tmux pane's ``/dev/pts/N``) when
             the program runs without one.
-        prefs_autosave_interval: save unsaved labels into ``log_dir`` at most every this
-            many seconds (None: every 30 s with a person labelling, never for synthetic labels).
+        prefs_autosave_interval: also rewrite the label snapshot in ``log_dir`` every this many
+            seconds. None (the default): each label is journaled as it comes anyway, and the
+            snapshot is rewritten once the labels since the last one outnumber those in it.
         max_segs: recent segments the preference interface picks pairs from.
         synthetic_prefs_per_segment: synthetic labels asked per new segment.
         segment_queue_size: segments in flight to the interface; when full, new ones are
@@ -76,8 +84,9 @@ class PreferenceConfig:
             also your RL code's torch); ``None`` leaves torch's setting alone.
         trainer_torch_threads: torch threads of the reward-training process.
             With 2 cores, 1 + 1 keeps the RL process and the trainer off each other's core.
-        autosave_prefs: on ``close()``, save labels that arrived since the last
-            ``save_prefs()`` into ``log_dir`` (so closing never loses labels).
+        autosave_prefs: keep labels safe in ``log_dir`` without being asked: journal each
+            label before the next pair is asked, and save a snapshot on ``close()``. False:
+            labels reach disk only through ``save_prefs()``.
         ckpt_poll_interval: seconds between cheap checks for a newer checkpoint.
         close_timeout: seconds ``close()`` waits for the trainer to save and exit before
             terminating it.
@@ -89,6 +98,7 @@ class PreferenceConfig:
     collect_prefs: bool = True
     train_reward: bool = True
     log_dir: str = "drlhp_logs"
+    resume: bool = False
     prefs_dir: Optional[str] = None
     pretrained_reward_predictor_dir: Optional[str] = None
     obs_transform_func: Optional[Callable[[Any], np.ndarray]] = None
@@ -167,7 +177,12 @@ def _check(c: PreferenceConfig) -> None:
         ckpt = checkpoint_path(c.pretrained_reward_predictor_dir)
         need(os.path.isfile(ckpt), f"pretrained_reward_predictor_dir: no checkpoint at {ckpt!r}; point it at "
              "<log_dir>/reward_predictor_checkpoints of a previous run")
-    need(c.collect_prefs or not c.train_reward or c.prefs_dir is not None,
+    if c.resume:
+        need(c.collect_prefs or c.train_reward, "resume=True continues collecting or training; with neither, "
+             "pass pretrained_reward_predictor_dir=<log_dir>/reward_predictor_checkpoints to use its reward network")
+        need(can_resume(c.log_dir), f"resume=True, but log_dir {c.log_dir!r} holds no labels and no reward-network "
+             "checkpoint to resume; check the path, or start a new run without resume=True")
+    need(c.collect_prefs or not c.train_reward or c.prefs_dir is not None or c.resume,
          "train_reward=True with collect_prefs=False has nothing to train on: pass prefs_dir= (saved preferences)")
     if c.human_labelling and (c.display_fps <= 0 or (c.display_zoom is not None and c.display_zoom < 1)):
         raise ValueError(f"display_fps must be > 0 and display_zoom >= 1, got {c.display_fps}, {c.display_zoom}")

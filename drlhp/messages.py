@@ -3,15 +3,20 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-import numpy as np
+from drlhp.segments import PackedSegment
+
+
+class RunStart(NamedTuple):
+    """Trainer -> interface, once the run's earlier labels are loaded: where numbering continues."""
+
+    first_seg_id: int  # added to the env side's clip numbers (0, 1, ...), so ids never repeat in a log_dir
+    next_seq: int  # the sequence number of the run's next label
 
 
 class SegmentData(NamedTuple):
-    """Interface -> trainer: a segment's content, sent once, before the first label that uses it."""
+    """Interface -> trainer: a segment, compressed, sent once, before the first label that uses it."""
 
-    seg_id: int
-    frames: np.ndarray
-    rewards: np.ndarray
+    segment: PackedSegment
 
 
 class ForgetSegment(NamedTuple):
@@ -29,6 +34,7 @@ class Preference(NamedTuple):
     seg_id_a: int
     seg_id_b: int
     label: float
+    seq: int  # the label's number in the run (0, 1, ...): decides train or validation, orders the journal
 
 
 class SavePrefs(NamedTuple):

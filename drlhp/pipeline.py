@@ -18,13 +18,15 @@
        v
   preference-interface process (pref_interface.py): ring buffer of recent clips
   of all envs -> pick an unasked pair -> labeller: synthetic | human | yours
-       | SegmentData (once per clip), Preference, ForgetSegment, None = no more
+  -> label journal (label_journal.py): appended and fsynced before the next pair
+       | SegmentData (once per clip, compressed), Preference, ForgetSegment, None = no more
        v
   pref_queue (bounded, blocking put: a label is never dropped)
        |
        v
   reward-training process (trainer_process.py): receiver thread -> PrefBuffer ->
   train / val PrefDB; main thread: minibatches, validation, SavePrefs commands,
+  snapshots (train.pkl.gz, val.pkl.gz) that let the journal shrink,
   atomic checkpoint -> log_dir/reward_predictor_checkpoints/
        | reward_predictor.ckpt (weights + normaliser)
        v
@@ -56,6 +58,7 @@ from drlhp.pref_interface import InterfaceConfig, run_pref_interface
 from drlhp.processes import SharedStats, WorkerError, Workers
 from drlhp.reward_predictor import (CHECKPOINT_DIRNAME, CHECKPOINT_FILENAME, NetConfig, RewardPredictor,
                                     checkpoint_path)
+from drlhp.run_dir import HUMAN_LABELS_FILENAME
 from drlhp.segment_channel import SegmentChannel
 from drlhp.segments import SegmentBuilder
 from drlhp.trainer_process import TrainerConfig, run_reward_trainer
@@ -79,8 +82,9 @@ class PreferencePipeline:
         self.config, self.frame_spec, self.n_envs = config, frame_spec, n_envs
         human = _human_config(config, frame_spec) if config.human_labelling else None
         self._ckpt_path = os.path.join(config.log_dir, CHECKPOINT_DIRNAME, CHECKPOINT_FILENAME)
-        # A checkpoint already in log_dir is from an earlier run: only load ones this run writes.
-        self._ckpt_seen: Optional[tuple] = _file_version(self._ckpt_path)
+        # A checkpoint already in log_dir is from an earlier run: only load ones this run writes
+        # (or, resuming, the run's own).
+        self._ckpt_seen: Optional[tuple] = None if config.resume else _file_version(self._ckpt_path)
         self._next_ckpt_poll = 0.0
         self._user_choice: Optional[bool] = None  # explicit switch_to_*() wins over the automatic switch
         self._predictor: Optional[RewardPredictor] = None
@@ -110,6 +114,8 @@ class PreferencePipeline:
         self._channel: Optional[SegmentChannel] = None
         if config.collect_prefs or config.train_reward:
             self._start_workers(pretrained_ckpt, human)
+        if config.resume:
+            self._maybe_reload_predictor()
 
     def _start_workers(self, pretrained_ckpt: Optional[str], human) -> None:
         """Start the trainer (and the interface, when collecting); return once the trainer is ready."""
@@ -119,11 +125,8 @@ class PreferencePipeline:
         self._workers = Workers(ctx, c.log_level)
         self._closed = False
         self._pref_queue = ctx.Queue(64)
-        self._commands, self._replies = ctx.Queue(), ctx.Queue()
+        self._run_start, self._commands, self._replies = ctx.Queue(1), ctx.Queue(), ctx.Queue()
         self._interface_stop, self._trainer_stop = ctx.Event(), ctx.Event()
-        autosave_interval = c.prefs_autosave_interval
-        if autosave_interval is None and human is not None:
-            autosave_interval = 30.0
         trainer_config = TrainerConfig(
             net=NetConfig(frame_spec, c.reward_predictor_dropout, c.reward_predictor_batchnorm),
             log_dir=c.log_dir, collect_prefs=c.collect_prefs, train_reward=c.train_reward, prefs_dir=c.prefs_dir,
@@ -132,25 +135,29 @@ class PreferencePipeline:
             ckpt_interval=c.reward_predictor_ckpt_interval, batch_size=c.reward_predictor_batch_size,
             lr=c.reward_predictor_lr, noise_prob=c.noise_prob, weight_decay=c.reward_predictor_weight_decay,
             reward_scale=c.reward_scale, torch_threads=c.trainer_torch_threads, seed=c.seed,
-            autosave_prefs=c.autosave_prefs, autosave_interval=autosave_interval,
+            autosave_prefs=c.autosave_prefs, autosave_interval=c.prefs_autosave_interval, resume=c.resume,
         )
         try:
             self._workers.start("reward_trainer", run_reward_trainer, trainer_config, self._pref_queue,
-                                self._commands, self._replies, self._trainer_stop, self._stats,
+                                self._run_start, self._commands, self._replies, self._trainer_stop, self._stats,
                                 stop_event=self._trainer_stop)
             if c.collect_prefs:
                 n_slots = c.segment_queue_size or max(8, 2 * self.n_envs)
                 self._channel = SegmentChannel(ctx, frame_spec, c.segment_length, n_slots)
-                interface_config = InterfaceConfig(c.max_segs, c.seed, c.labeller, c.synthetic_prefs_per_segment, human)
+                interface_config = InterfaceConfig(c.max_segs, c.seed, c.labeller, c.synthetic_prefs_per_segment, human,
+                                                   journal_log_dir=c.log_dir if c.autosave_prefs else None)
                 self._workers.start("pref_interface", run_pref_interface, interface_config, self._channel,
-                                    self._pref_queue, self._interface_stop, self._stats,
+                                    self._pref_queue, self._run_start, self._interface_stop, self._stats,
                                     stop_event=self._interface_stop)
-            # Wait until the trainer holds the log_dir lock and has loaded prefs_dir / the pretrained
-            # checkpoint, so a busy log_dir or a bad file fails here, with its own message.
-            self._await_reply("ready", timeout=120.0)
+            # Wait until the trainer holds the log_dir lock and has loaded what the run starts from,
+            # so a busy log_dir or a bad file fails here, with its own message.
+            ready = self._await_reply("ready", timeout=120.0)
         except BaseException:
             self.close()
             raise
+        if c.resume:
+            log.info("resumed the run in %s: %d labels (%d training, %d validation), reward network at step %d",
+                     c.log_dir, ready["n_labels"], ready["n_train"], ready["n_val"], ready["training_step"])
 
     # -- the per-step path ------------------------------------------------------
     def step(self, frames: np.ndarray, true_rewards: Sequence[float], recorded: Optional[Sequence[bool]] = None,
@@ -253,6 +260,8 @@ class PreferencePipeline:
                 continue
             if status == "log_dir_in_use":
                 raise LogDirInUseError(result)
+            if status == "startup_error":
+                raise result
             if status != expected:
                 raise WorkerError(f"drlhp's reward_trainer process reported an error:\n{result}")
             return result
@@ -297,7 +306,7 @@ class PreferencePipeline:
         workers.stop("reward_trainer", timeout=self.config.close_timeout)
         error = workers.pending_error()
         workers.close()
-        for q in (self._pref_queue, self._commands, self._replies):
+        for q in (self._pref_queue, self._run_start, self._commands, self._replies):
             q.cancel_join_thread()
             q.close()
         if self._channel is not None:
@@ -346,4 +355,4 @@ def _human_config(config: PreferenceConfig, spec: FrameSpec):
             "terminal to ask in (`tty` prints a terminal's name).")
     import_cv2_gui()
     return HumanConfig(spec, config.display_zoom, config.display_fps, config.human_terminal,
-                       os.path.join(config.log_dir, "human_labels.csv"))
+                       os.path.join(config.log_dir, HUMAN_LABELS_FILENAME))

@@ -4,6 +4,9 @@ File format (``train.pkl.gz`` / ``val.pkl.gz``, names kept from the original
 drlhp): a gzip stream of consecutive NumPy ``.npy`` records -- a JSON header,
 the segment ids and rewards, the preferences, then each segment's frames. It is
 read with ``allow_pickle=False``, so loading a file cannot run code from it.
+The header's ``n_labels`` is how many labels the run had when the file was
+written: the journal's labels from there on are replayed on top of it
+(``drlhp.label_journal``).
 """
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ from typing import BinaryIO, Dict, List, Optional, Tuple
 import numpy as np
 
 from drlhp.files import atomic_write
+from drlhp.label_journal import journal_files, read_journal
 from drlhp.segments import PackedSegment, Segment, pack
 
 FORMAT_NAME = "drlhp-prefdb"
@@ -44,6 +48,8 @@ class PrefDB:
         self.segments: Dict[int, PackedSegment] = {}
         self._refs: Dict[int, int] = {}
         self.prefs: deque[Tuple[int, int, float]] = deque()
+        #: Set by ``load``: the run's label count when the file was saved (None: not recorded).
+        self.n_labels_when_saved: Optional[int] = None
 
     def __len__(self) -> int:
         return len(self.prefs)
@@ -69,8 +75,8 @@ class PrefDB:
         return frames_a, frames_b, labels
 
     # -- files ----------------------------------------------------------------
-    def save(self, path: str) -> None:
-        """Write atomically to ``path`` (see the module docstring for the format)."""
+    def save(self, path: str, n_labels: Optional[int] = None) -> None:
+        """Write atomically to ``path`` (see the module docstring); ``n_labels``: the run's label count now."""
         ids = sorted(self.segments)
         first = self.segments[ids[0]] if ids else None
         header = {
@@ -81,6 +87,7 @@ class PrefDB:
             "n_prefs": len(self.prefs),
             "segment_shape": list(first.frames.shape) if first else None,
             "frame_dtype": first.frames.dtype.str if first else None,
+            "n_labels": n_labels,
         }
         prefs = np.array(self.prefs, dtype=np.float64).reshape(-1, 3)
         with atomic_write(path) as raw, gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=1) as f:
@@ -137,6 +144,7 @@ class PrefDB:
             if a not in segments or b not in segments:
                 raise _format_error(path, f"a preference refers to missing segment {a} or {b}")
             db.append(segments[a], segments[b], label)
+        db.n_labels_when_saved = None if header.get("n_labels") is None else int(header["n_labels"])
         return db
 
 
@@ -159,24 +167,33 @@ class PrefBuffer:
     """Routes incoming preferences to a training and a validation ``PrefDB``.
 
     Exactly ``val_fraction`` of preferences go to validation, spread evenly
-    (with 0.2, every fifth), so even a small database has a validation set.
+    (with 0.2, every fifth), so even a small database has a validation set. Where
+    a label goes depends only on its sequence number in the run, so replaying a
+    journal puts every label where it went the first time.
     """
 
-    def __init__(self, max_prefs: int, val_fraction: float,
-                 train_db: Optional[PrefDB] = None, val_db: Optional[PrefDB] = None) -> None:
+    def __init__(self, max_prefs: int, val_fraction: float) -> None:
         if not 0.0 <= val_fraction < 1.0:
             raise ValueError(f"val_fraction must be in [0, 1), got {val_fraction}")
         n_val = int(round(max_prefs * val_fraction))
-        self.train_db = train_db or PrefDB(max(1, max_prefs - n_val))
-        self.val_db = val_db or PrefDB(max(1, n_val))
+        self.train_db = PrefDB(max(1, max_prefs - n_val))
+        self.val_db = PrefDB(max(1, n_val))
         self.val_fraction = val_fraction
-        self.n_received = 0
+        self.n_received = 0  # labels of the run so far: the next label's sequence number
 
-    def add(self, a: Segment, b: Segment, label: float) -> None:
-        n = self.n_received
-        to_val = int((n + 1) * self.val_fraction) > int(n * self.val_fraction)
-        (self.val_db if to_val else self.train_db).append(a, b, label)
-        self.n_received += 1
+    def db_for(self, seq: int) -> PrefDB:
+        """The database the run's ``seq``-th label belongs to."""
+        to_val = int((seq + 1) * self.val_fraction) > int(seq * self.val_fraction)
+        return self.val_db if to_val else self.train_db
+
+    def add(self, a: Segment, b: Segment, label: float, seq: Optional[int] = None) -> None:
+        seq = self.n_received if seq is None else seq
+        self.db_for(seq).append(a, b, label)
+        self.n_received = max(self.n_received, seq + 1)
+
+    @property
+    def segment_ids(self) -> set[int]:
+        return set(self.train_db.segments) | set(self.val_db.segments)
 
     @property
     def nbytes(self) -> int:
@@ -186,21 +203,38 @@ class PrefBuffer:
 
     def save(self, directory: str) -> List[str]:
         paths = [os.path.join(directory, TRAIN_FILE), os.path.join(directory, VAL_FILE)]
-        self.train_db.save(paths[0])
-        self.val_db.save(paths[1])
+        self.train_db.save(paths[0], self.n_received)
+        self.val_db.save(paths[1], self.n_received)
         return paths
 
     @classmethod
     def load(cls, directory: str, max_prefs: int, val_fraction: float) -> "PrefBuffer":
+        """The labels in ``directory``: its snapshot (train.pkl.gz, val.pkl.gz) plus its label journal."""
         train_path, val_path = os.path.join(directory, TRAIN_FILE), os.path.join(directory, VAL_FILE)
-        for p in (train_path, val_path):
-            if not os.path.exists(p):
-                raise FileNotFoundError(
-                    f"prefs_dir {directory!r} has no {os.path.basename(p)}. Point prefs_dir at the "
-                    "log_dir where save_prefs() wrote train.pkl.gz and val.pkl.gz."
-                )
+        has_snapshot = [os.path.exists(p) for p in (train_path, val_path)]
+        if not all(has_snapshot) and (any(has_snapshot) or not journal_files(directory)):
+            missing = [os.path.basename(p) for p, ok in zip((train_path, val_path), has_snapshot) if not ok]
+            raise FileNotFoundError(
+                f"{directory!r} has no {' or '.join(missing)}{'' if any(has_snapshot) else ' and no label journal'}. "
+                "Point prefs_dir at the log_dir of a run that collected labels (where save_prefs() wrote "
+                "train.pkl.gz and val.pkl.gz).")
         buffer = cls(max_prefs, val_fraction)
-        buffer.train_db = PrefDB.load(train_path, maxlen=max(buffer.train_db.maxlen, 1))
-        buffer.val_db = PrefDB.load(val_path, maxlen=max(buffer.val_db.maxlen, 1))
-        buffer.n_received = len(buffer.train_db) + len(buffer.val_db)
+        covered = {id(buffer.train_db): 0, id(buffer.val_db): 0}  # labels each snapshot file holds
+        if all(has_snapshot):
+            buffer.train_db = PrefDB.load(train_path, maxlen=buffer.train_db.maxlen)
+            buffer.val_db = PrefDB.load(val_path, maxlen=buffer.val_db.maxlen)
+            n_old_format = len(buffer.train_db) + len(buffer.val_db)
+            covered = {id(db): n_old_format if db.n_labels_when_saved is None else db.n_labels_when_saved
+                       for db in (buffer.train_db, buffer.val_db)}
+            buffer.n_received = max(covered.values())
+        for rec in read_journal(directory):
+            # Both files are written at each snapshot, but a crash between the two leaves one behind.
+            if rec.seq >= covered[id(buffer.db_for(rec.seq))]:
+                buffer.add(rec.a, rec.b, rec.label, rec.seq)
         return buffer
+
+
+def has_labels(directory: str) -> bool:
+    """Whether ``directory`` holds a label snapshot or journal (of an earlier run)."""
+    return (any(os.path.exists(os.path.join(directory, f)) for f in (TRAIN_FILE, VAL_FILE))
+            or any(os.path.getsize(p) for p in journal_files(directory)))

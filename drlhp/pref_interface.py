@@ -1,21 +1,24 @@
 """The preference interface: keeps recent segments, picks pairs, has them labelled.
 
-Runs in its own process (``run_pref_interface``). Labels go to the trainer
-process on a bounded queue with blocking puts, so a label is never dropped;
-segment frames travel once, before the first label that uses them.
+Runs in its own process (``run_pref_interface``). Each label is written to the
+label journal (``drlhp.label_journal``) before the next pair is asked, then goes
+to the trainer process on a bounded queue with blocking puts, so a label is
+never dropped; a clip travels once, compressed, before the first label that uses it.
 """
 from __future__ import annotations
 
 import logging
+import queue
 import random
 from collections import OrderedDict, deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
 
+from drlhp.label_journal import JournalWriter
 from drlhp.labellers import Labeller, SyntheticLabeller
-from drlhp.messages import ForgetSegment, Preference, SegmentData
+from drlhp.messages import ForgetSegment, Preference, RunStart, SegmentData
 from drlhp.segment_channel import SegmentChannel
-from drlhp.segments import Segment
+from drlhp.segments import PackedSegment, Segment, pack
 
 if TYPE_CHECKING:
     from drlhp.human_labeller import HumanConfig
@@ -33,28 +36,31 @@ class InterfaceConfig:
     pairs_per_segment: float = 1.0
     human: Optional["HumanConfig"] = None
     max_episode_segments: int = 40  # how much of the last episode is kept to show a person
+    journal_log_dir: Optional[str] = None  # keep a label journal in this log_dir (None: no journal)
 
 
 class PrefInterface:
     """A ring buffer of the latest ``max_segs`` segments and the pairs already asked about."""
 
-    def __init__(self, labeller: Labeller, out_queue, max_segs: int, seed: Optional[int] = None) -> None:
+    def __init__(self, labeller: Labeller, out_queue, max_segs: int, seed: Optional[int] = None,
+                 journal: Optional[JournalWriter] = None, next_seq: int = 0) -> None:
         if max_segs < 2:
             raise ValueError(f"max_segs must be >= 2 to form pairs, got {max_segs}")
         self.labeller = labeller
         self.out_queue = out_queue
         self.max_segs = max_segs
+        self.journal = journal
+        self.next_seq = next_seq
         self.segments: "OrderedDict[int, Segment]" = OrderedDict()
         self._asked: set[Tuple[int, int]] = set()
-        self._sent: set[int] = set()
+        self._sent: Dict[int, PackedSegment] = {}  # clips the trainer has, packed once for it and the journal
         self._rng = random.Random(seed)
 
     def add_segment(self, seg: Segment) -> None:
         self.segments[seg.seg_id] = seg
         while len(self.segments) > self.max_segs:
             old_id, _ = self.segments.popitem(last=False)
-            if old_id in self._sent:
-                self._sent.discard(old_id)
+            if self._sent.pop(old_id, None) is not None:
                 self._put(ForgetSegment(old_id))
         if len(self._asked) > 4 * self.max_segs:
             oldest = next(iter(self.segments))
@@ -77,16 +83,20 @@ class PrefInterface:
         return self.segments[a], self.segments[b]
 
     def ask(self, a: Segment, b: Segment) -> Optional[float]:
-        """Have the pair labelled and send the label on; returns the label (None: incomparable)."""
+        """Have the pair labelled, journal the label, send it on; returns the label (None: incomparable)."""
         self._asked.add(_key(a.seg_id, b.seg_id))
         label = self.labeller.label(a, b)
         if label is None:
             return None
-        for seg in (a, b):
-            if seg.seg_id not in self._sent:
-                self._put(SegmentData(seg.seg_id, seg.frames, seg.rewards))
-                self._sent.add(seg.seg_id)
-        self._put(Preference(a.seg_id, b.seg_id, float(label)))
+        new = [seg for seg in (a, b) if seg.seg_id not in self._sent]
+        for seg in new:
+            self._sent[seg.seg_id] = pack(seg)
+        seq, self.next_seq = self.next_seq, self.next_seq + 1
+        if self.journal is not None:  # on disk before anything else happens: the next pair waits for this
+            self.journal.append(seq, self._sent[a.seg_id], self._sent[b.seg_id], label, type(self.labeller).__name__)
+        for seg in new:
+            self._put(SegmentData(self._sent[seg.seg_id]))
+        self._put(Preference(a.seg_id, b.seg_id, float(label), seq))
         return label
 
     def _put(self, msg) -> None:
@@ -129,7 +139,18 @@ def _make_labeller(config: InterfaceConfig, stop_event, idle) -> Labeller:
     return SyntheticLabeller(config.pairs_per_segment)
 
 
-def run_pref_interface(config: InterfaceConfig, channel: SegmentChannel, pref_queue, stop_event, stats) -> None:
+def _await_run_start(run_start, stop_event) -> Optional[RunStart]:
+    """The trainer's numbering for this run (sent once it has loaded earlier labels), or None if stopped first."""
+    while not stop_event.is_set():
+        try:
+            return run_start.get(timeout=0.1)
+        except queue.Empty:
+            pass
+    return None
+
+
+def run_pref_interface(config: InterfaceConfig, channel: SegmentChannel, pref_queue, run_start, stop_event,
+                       stats) -> None:
     """Process main: receive segments, ask for labels, until ``stop_event`` is set."""
     # While a person thinks, the labeller keeps the channel drained (so no clip is
     # dropped); the segments join the buffer after the answer, so a clip on screen
@@ -142,6 +163,7 @@ def run_pref_interface(config: InterfaceConfig, channel: SegmentChannel, pref_qu
     def receive(timeout: float) -> None:
         seg = channel.receive(timeout)
         while seg is not None:
+            seg.seg_id += start.first_seg_id
             pending.append(seg)
             stats.segments_received.value += 1
             finished = episodes.add(seg)
@@ -149,8 +171,15 @@ def run_pref_interface(config: InterfaceConfig, channel: SegmentChannel, pref_qu
                 labeller.show_episode([f for s in finished for f in s.frames])
             seg = channel.receive(0.0)
 
+    start = _await_run_start(run_start, stop_event)
+    if start is None:
+        pref_queue.put(None)
+        return
     labeller = _make_labeller(config, stop_event, idle=lambda: receive(0.0))
-    interface = PrefInterface(labeller, pref_queue, config.max_segs, config.seed)
+    journal = None
+    if config.journal_log_dir is not None:
+        journal = JournalWriter(config.journal_log_dir, lambda: stats.labels_in_snapshot.value)
+    interface = PrefInterface(labeller, pref_queue, config.max_segs, config.seed, journal, start.next_seq)
     owed = 0.0  # pairs we may still ask about, earned by new segments
     try:
         while not stop_event.is_set():
@@ -173,4 +202,6 @@ def run_pref_interface(config: InterfaceConfig, channel: SegmentChannel, pref_qu
                 stats.labels_sent.value += 1
     finally:
         labeller.close()
+        if journal is not None:
+            journal.close()
         pref_queue.put(None)

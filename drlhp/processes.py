@@ -37,9 +37,11 @@ class SharedStats:
     def __init__(self, ctx) -> None:
         self.segments_received = ctx.RawValue("q", 0)
         self.labels_sent = ctx.RawValue("q", 0)
-        self.prefs_received = ctx.RawValue("q", 0)
+        self.prefs_received = ctx.RawValue("q", 0)  # labels the trainer received in this session
+        self.run_labels = ctx.RawValue("q", 0)  # labels of the run: a resumed run's earlier ones too
         self.training_steps = ctx.RawValue("q", 0)
         self.db_bytes = ctx.RawValue("q", 0)  # clip data the trainer's database holds in memory
+        self.labels_in_snapshot = ctx.RawValue("q", 0)  # the run's labels in log_dir's train/val files
 
     def as_dict(self) -> dict:
         return {k: v.value for k, v in vars(self).items()}

@@ -1,11 +1,13 @@
 """One optimisation step, and one evaluation, of a reward network on labelled pairs."""
 from __future__ import annotations
 
+import os
 from typing import Tuple
 
 import numpy as np
 import torch
 
+from drlhp.files import atomic_write
 from drlhp.frames import frames_to_net_input
 from drlhp.reward_predictor import RewardPredictor, preference_accuracy, preference_loss, segment_returns
 
@@ -46,3 +48,19 @@ class RewardTrainer:
         ra, rb = self._returns(frames_a, frames_b)
         target = torch.from_numpy(labels)
         return float(preference_loss(ra, rb, target, self.noise_prob)), preference_accuracy(ra, rb, target)[0]
+
+    # -- resuming ----------------------------------------------------------------------
+    def save_state(self, path: str) -> None:
+        """Write the optimiser's state (Adam's moments), so a resumed run trains on as if never stopped."""
+        with atomic_write(path) as f:
+            torch.save({"training_step": self.predictor.training_step, "optimizer": self.optimizer.state_dict()}, f)
+
+    def load_state(self, path: str) -> bool:
+        """Restore ``save_state``'s optimiser state if it belongs to the current network; returns whether it did."""
+        if not os.path.exists(path):
+            return False
+        state = torch.load(path, map_location="cpu", weights_only=True)
+        if state.get("training_step") != self.predictor.training_step:
+            return False  # written at another checkpoint than the one loaded: start Adam afresh
+        self.optimizer.load_state_dict(state["optimizer"])
+        return True

@@ -48,6 +48,20 @@ class PackedSegment:
         self._shape, self._dtype = frames.shape, frames.dtype
         self._data = zlib.compress(memoryview(frames).cast("B"), 1)  # level 1: nearly all the gain, fastest
 
+    @classmethod
+    def from_packed(cls, seg_id: int, data: bytes, shape: tuple, dtype: np.dtype, rewards: np.ndarray,
+                    episode: int = -1, env_index: int = 0) -> "PackedSegment":
+        """A segment from already packed frames (as ``packed_frames`` gave them, e.g. read from a file)."""
+        seg = cls.__new__(cls)
+        seg.seg_id, seg.rewards, seg.episode, seg.env_index = seg_id, rewards, episode, env_index
+        seg._data, seg._shape, seg._dtype = data, tuple(shape), np.dtype(dtype)
+        return seg
+
+    @property
+    def packed_frames(self) -> tuple[bytes, tuple, np.dtype]:
+        """The compressed frames with their shape and dtype: what files store, without recompressing."""
+        return self._data, self._shape, self._dtype
+
     @property
     def frames(self) -> np.ndarray:
         """The frames, unpacked (a new read-only array on every access: keep it if you need it twice)."""

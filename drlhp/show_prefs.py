@@ -1,6 +1,6 @@
 """Replay saved preferences with their labels, to audit a database.
 
-    python -m drlhp.show_prefs drlhp_logs                 # train.pkl.gz then val.pkl.gz
+    python -m drlhp.show_prefs drlhp_logs                 # train then val (snapshot + label journal)
     python -m drlhp.show_prefs drlhp_logs/val.pkl.gz
     python -m drlhp.show_prefs drlhp_logs --summary       # counts only, no window
 
@@ -17,20 +17,21 @@ from typing import List, Tuple
 
 from drlhp.display import auto_zoom, compose_pair, display_problem, displayable
 from drlhp.frames import infer_frame_spec
-from drlhp.pref_db import TRAIN_FILE, VAL_FILE, PrefDB
+from drlhp.pref_db import TRAIN_FILE, VAL_FILE, PrefBuffer, PrefDB
 
 LABEL_NAMES = {1.0: "LEFT better", 0.0: "RIGHT better", 0.5: "equally good"}
 WINDOW = "drlhp: saved preference"
 
 
 def load(path: str) -> List[Tuple[str, PrefDB]]:
-    """(name, database) for a file, or for train.pkl.gz and val.pkl.gz in a directory."""
+    """(name, database) for a file, or the training and validation labels of a log_dir.
+
+    A log_dir's labels are its snapshot plus its label journal: a run still going, or one
+    that crashed, shows every label it journaled.
+    """
     if os.path.isdir(path):
-        found = [(f, PrefDB.load(os.path.join(path, f))) for f in (TRAIN_FILE, VAL_FILE)
-                 if os.path.exists(os.path.join(path, f))]
-        if not found:
-            raise FileNotFoundError(f"{path} has neither {TRAIN_FILE} nor {VAL_FILE}")
-        return found
+        buffer = PrefBuffer.load(path, max_prefs=2 ** 40, val_fraction=0.2)  # nothing evicted
+        return [(TRAIN_FILE, buffer.train_db), (VAL_FILE, buffer.val_db)]
     return [(os.path.basename(path), PrefDB.load(path))]
 
 

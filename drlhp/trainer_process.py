@@ -5,6 +5,14 @@ A receiver thread moves labels from the preference interface into the
 training step); the main thread trains on minibatches, answers ``SavePrefs``
 commands between steps, and checkpoints atomically. With ``train_reward=False``
 it only collects, so ``save_prefs()`` works while nothing trains.
+
+At start it loads what the run builds on (``drlhp.run_dir``: resume, or a new run
+from ``prefs_dir``), writes the log_dir snapshot if the journal or another
+directory added labels, and tells the interface where numbering continues.
+A snapshot is written once the labels since the last one are as many as the
+older ones in the database (so rewriting it costs at most as much again as
+journaling them did), on
+``save_prefs()`` and on close; the journal holds everything in between.
 """
 from __future__ import annotations
 
@@ -22,17 +30,23 @@ import numpy as np
 import torch
 
 from drlhp.files import append_csv_row
+from drlhp.label_journal import journal_files, remove_journal
 from drlhp.log_dir_lock import LogDirInUseError, LogDirLock
-from drlhp.messages import ForgetSegment, Preference, SavePrefs, SegmentData
+from drlhp.messages import ForgetSegment, Preference, RunStart, SavePrefs, SegmentData
 from drlhp.normaliser import RewardNormaliser
-from drlhp.pref_db import PrefBuffer
-from drlhp.reward_predictor import CHECKPOINT_DIRNAME, CHECKPOINT_FILENAME, NetConfig, RewardPredictor
+from drlhp.pref_db import PrefBuffer, PrefDBFormatError, has_labels
+from drlhp.reward_predictor import NetConfig, RewardPredictor
 from drlhp.reward_trainer import RewardTrainer
-from drlhp.segments import PackedSegment, Segment, pack
+from drlhp.run_dir import (METRICS_FILENAME, LogDirHasLabelsError, checkpoint_file, refuse_earlier_labels,
+                           set_aside_earlier_logs, trainer_state_file)
+from drlhp.segments import PackedSegment
 
 log = logging.getLogger("drlhp.trainer")
 
-METRICS_FILENAME = "reward_training_metrics.csv"
+#: Errors in what the user asked for at start: raised as themselves in the main process.
+STARTUP_ERRORS = (LogDirHasLabelsError, PrefDBFormatError, FileNotFoundError, ValueError)
+#: A snapshot is due once this many labels, and as many as the database's older ones, arrived since the last.
+MIN_LABELS_PER_SNAPSHOT = 100
 METRICS_COLUMNS = ("training_step", "wall_time_s", "n_train_prefs", "n_val_prefs", "train_loss",
                    "train_accuracy", "val_loss", "val_accuracy", "pairs_per_second")
 
@@ -62,20 +76,20 @@ class TrainerConfig:
     torch_threads: Optional[int] = 1
     seed: Optional[int] = None
     autosave_prefs: bool = True
-    autosave_interval: Optional[float] = None  # seconds; None: save only on request and at the end
+    autosave_interval: Optional[float] = None  # seconds; None: snapshots only as the journal grows, and at the end
+    resume: bool = False
 
     @property
     def ckpt_path(self) -> str:
-        return os.path.join(self.log_dir, CHECKPOINT_DIRNAME, CHECKPOINT_FILENAME)
+        return checkpoint_file(self.log_dir)
 
 
 class PrefReceiver(threading.Thread):
     """Moves interface messages into the buffer; stops at the ``None`` end marker."""
 
-    def __init__(self, pref_queue, buffer: PrefBuffer, lock: threading.Lock, id_offset: int, stats) -> None:
+    def __init__(self, pref_queue, buffer: PrefBuffer, lock: threading.Lock, stats) -> None:
         super().__init__(name="drlhp-pref-receiver", daemon=True)
         self.pref_queue, self.buffer, self.lock, self.stats = pref_queue, buffer, lock, stats
-        self.id_offset = id_offset  # keeps new segment ids clear of those loaded from prefs_dir
         self.live: Dict[int, PackedSegment] = {}
         self.done = threading.Event()
         self.error: Optional[str] = None
@@ -85,16 +99,15 @@ class PrefReceiver(threading.Thread):
         try:
             while (msg := self.pref_queue.get()) is not None:
                 if isinstance(msg, SegmentData):
-                    seg_id = msg.seg_id + self.id_offset
-                    # Packed here, outside the lock, once for every pair and both sets it joins.
-                    self.live[msg.seg_id] = pack(Segment(seg_id, msg.frames, msg.rewards))
+                    self.live[msg.segment.seg_id] = msg.segment
                 elif isinstance(msg, ForgetSegment):
                     del self.live[msg.seg_id]
                 elif isinstance(msg, Preference):
                     with self.lock:
-                        self.buffer.add(self.live[msg.seg_id_a], self.live[msg.seg_id_b], msg.label)
+                        self.buffer.add(self.live[msg.seg_id_a], self.live[msg.seg_id_b], msg.label, msg.seq)
                         self.n_unsaved += 1
                     self.stats.prefs_received.value += 1
+                    self.stats.run_labels.value = self.buffer.n_received
                 else:
                     raise TypeError(f"unexpected message {type(msg).__name__}")
         except BaseException:
@@ -109,15 +122,15 @@ class RewardTrainingLoop:
     def __init__(self, config: TrainerConfig, pref_queue, commands, replies, stop_event, stats) -> None:
         self.config, self.commands, self.replies, self.stop_event, self.stats = config, commands, replies, stop_event, stats
         self.rng = np.random.default_rng(config.seed)
-        if config.prefs_dir:
-            self.buffer = PrefBuffer.load(config.prefs_dir, config.max_prefs_in_db, config.val_fraction)
-        else:
-            self.buffer = PrefBuffer(config.max_prefs_in_db, config.val_fraction)
+        self.journaling = config.collect_prefs and config.autosave_prefs
+        self.buffer = self._load_labels()
         self.lock = threading.Lock()
-        loaded_ids = list(self.buffer.train_db.segments) + list(self.buffer.val_db.segments)
-        self.receiver = PrefReceiver(pref_queue, self.buffer, self.lock, max(loaded_ids, default=-1) + 1, stats)
-        predictor = RewardPredictor.load(config.pretrained_ckpt) if config.pretrained_ckpt else RewardPredictor(config.net)
-        self.trainer = RewardTrainer(predictor, config.lr, config.noise_prob, config.weight_decay)
+        self.receiver = PrefReceiver(pref_queue, self.buffer, self.lock, stats)
+        self.trainer = self._load_trainer()
+        self._ckpt_step = self.step
+        if not config.resume:
+            for path in set_aside_earlier_logs(config.log_dir):
+                log.info("a new run in %s: the earlier run's log is now %s", config.log_dir, path)
         self.metrics_path = os.path.join(config.log_dir, METRICS_FILENAME)
         self._recent = {"loss": [], "accuracy": []}
         self._pairs_trained = 0
@@ -126,9 +139,49 @@ class RewardTrainingLoop:
         self._next_autosave = self._start + (config.autosave_interval or 0)
         self._next_byte_count = 0.0
 
+    # -- start ---------------------------------------------------------------------
+    def _load_labels(self) -> PrefBuffer:
+        """The labels the run starts from: its own (resume), prefs_dir's, or none."""
+        c = self.config
+        own = c.resume and has_labels(c.log_dir)
+        source = c.log_dir if own else c.prefs_dir
+        if self.journaling and not own and not _same_dir(source, c.log_dir):
+            refuse_earlier_labels(c.log_dir)
+        buffer = PrefBuffer.load(source, c.max_prefs_in_db, c.val_fraction) if source else PrefBuffer(
+            c.max_prefs_in_db, c.val_fraction)
+        labels_from_elsewhere = buffer.n_received and not _same_dir(source, c.log_dir)
+        if self.journaling and (journal_files(c.log_dir) or labels_from_elsewhere):
+            # One snapshot in log_dir holds them all, so the run's log_dir alone has every label.
+            buffer.save(c.log_dir)
+            remove_journal(c.log_dir)
+        if self.journaling or _same_dir(source, c.log_dir):
+            self.stats.labels_in_snapshot.value = buffer.n_received
+        self.stats.run_labels.value = buffer.n_received
+        return buffer
+
+    def _load_trainer(self) -> RewardTrainer:
+        """The reward network to train: the run's own checkpoint (resume), a pretrained one, or a new one."""
+        c = self.config
+        own = c.resume and os.path.exists(c.ckpt_path)
+        ckpt = c.ckpt_path if own else c.pretrained_ckpt
+        predictor = RewardPredictor.load(ckpt) if ckpt else RewardPredictor(c.net)
+        if predictor.config.frame_spec != c.net.frame_spec:
+            raise ValueError(f"The checkpoint {ckpt} is of a reward network for frames {predictor.config.frame_spec}, "
+                             f"but this env gives {c.net.frame_spec}. Use the env and obs_transform_func it was "
+                             "trained with.")
+        trainer = RewardTrainer(predictor, c.lr, c.noise_prob, c.weight_decay)
+        if own and trainer.load_state(trainer_state_file(c.log_dir)):
+            log.info("resumed the reward network at training step %d, with its optimiser state",
+                     predictor.training_step)
+        return trainer
+
     @property
     def step(self) -> int:
         return self.trainer.predictor.training_step
+
+    def run_start(self) -> RunStart:
+        """Where the interface's numbering continues: past every clip id and label the run has."""
+        return RunStart(max(self.buffer.segment_ids, default=-1) + 1, self.buffer.n_received)
 
     def run(self) -> None:
         if self.config.collect_prefs:
@@ -149,14 +202,16 @@ class RewardTrainingLoop:
                 self._serve_command(timeout=0.0 if can_train else 0.05)
                 if can_train:
                     self._train_step()
-                self._maybe_autosave()
+                self._maybe_snapshot()
                 self._maybe_count_bytes()
         finally:
             n_unsaved = self.receiver.n_unsaved
-            if self.config.collect_prefs and self.config.autosave_prefs and n_unsaved:
+            if self.journaling and n_unsaved:
                 self._save_prefs(self.config.log_dir)
                 log.info("saved %d unsaved preferences to %s on close", n_unsaved, self.config.log_dir)
         self._check_receiver()
+        if self.step > self._ckpt_step:  # so that a resumed run continues from the last step, not the last checkpoint
+            self._checkpoint()
 
     def _check_receiver(self) -> None:
         if self.receiver.error:
@@ -169,15 +224,21 @@ class RewardTrainingLoop:
             with self.lock:
                 self.stats.db_bytes.value = self.buffer.nbytes
 
-    def _maybe_autosave(self) -> None:
-        if not self.config.autosave_interval or not self.receiver.n_unsaved or time.monotonic() < self._next_autosave:
+    def _maybe_snapshot(self) -> None:
+        n_unsaved = self.receiver.n_unsaved
+        if not self.journaling or not n_unsaved:
+            return
+        n_older = len(self.buffer.train_db) + len(self.buffer.val_db) - n_unsaved
+        journal_as_large = n_unsaved >= max(MIN_LABELS_PER_SNAPSHOT, n_older)
+        interval_passed = self.config.autosave_interval and time.monotonic() >= self._next_autosave
+        if not (journal_as_large or interval_passed):
             return
         start = time.monotonic()
         self._save_prefs(self.config.log_dir)
         # Large databases take long to write: keep saving to at most ~10 % of the time.
         took = time.monotonic() - start
-        self._next_autosave = time.monotonic() + max(self.config.autosave_interval, 10 * took)
-        log.info("autosaved preferences to %s in %.1f s", self.config.log_dir, took)
+        self._next_autosave = time.monotonic() + max(self.config.autosave_interval or 0, 10 * took)
+        log.info("wrote a snapshot of %d labels to %s in %.1f s", self.buffer.n_received, self.config.log_dir, took)
 
     def _serve_command(self, timeout: float) -> None:
         try:
@@ -194,7 +255,9 @@ class RewardTrainingLoop:
         with self.lock:
             n_unsaved = self.receiver.n_unsaved
             paths = self.buffer.save(directory)
-            self.receiver.n_unsaved -= n_unsaved
+            if _same_dir(directory, self.config.log_dir):
+                self.receiver.n_unsaved -= n_unsaved
+                self.stats.labels_in_snapshot.value = self.buffer.n_received  # the journal may drop these now
             return {"paths": paths, "n_train": len(self.buffer.train_db), "n_val": len(self.buffer.val_db)}
 
     def _sample(self, db, n: int):
@@ -221,6 +284,8 @@ class RewardTrainingLoop:
         # sees rewards of a stable scale as the network changes.
         predictor.normaliser = RewardNormaliser.fit(predictor.raw_rewards(frames), self.config.reward_scale)
         predictor.save(self.config.ckpt_path)
+        self.trainer.save_state(trainer_state_file(self.config.log_dir))
+        self._ckpt_step = self.step
         self._log_metrics()
 
     def _log_metrics(self) -> None:
@@ -247,13 +312,17 @@ class RewardTrainingLoop:
                  row["n_train_prefs"], row["n_val_prefs"], row["pairs_per_second"])
 
 
+def _same_dir(a: Optional[str], b: str) -> bool:
+    return a is not None and os.path.realpath(a) == os.path.realpath(b)
+
+
 def _mean_ignoring_nan(values: list) -> float:
     """Batches of only tie labels have no accuracy (NaN); average the others."""
     kept = [v for v in values if not np.isnan(v)]
     return float(np.mean(kept)) if kept else float("nan")
 
 
-def run_reward_trainer(config: TrainerConfig, pref_queue, commands, replies, stop_event, stats) -> None:
+def run_reward_trainer(config: TrainerConfig, pref_queue, run_start, commands, replies, stop_event, stats) -> None:
     """Process main of the reward-training process."""
     try:  # held until this process ends: after the run's last save, even if the main program crashed
         LogDirLock(config.log_dir).acquire(multiprocessing.parent_process().pid)
@@ -265,6 +334,14 @@ def run_reward_trainer(config: TrainerConfig, pref_queue, commands, replies, sto
         torch.set_num_threads(config.torch_threads)
     if config.seed is not None:
         torch.manual_seed(config.seed)
-    loop = RewardTrainingLoop(config, pref_queue, commands, replies, stop_event, stats)
-    replies.put(("ready", {"n_train": len(loop.buffer.train_db), "n_val": len(loop.buffer.val_db)}))
+    try:
+        loop = RewardTrainingLoop(config, pref_queue, commands, replies, stop_event, stats)
+    except STARTUP_ERRORS as e:
+        replies.put(("startup_error", e))
+        stop_event.wait()
+        return
+    if config.collect_prefs:
+        run_start.put(loop.run_start())
+    replies.put(("ready", {"n_train": len(loop.buffer.train_db), "n_val": len(loop.buffer.val_db),
+                           "n_labels": loop.buffer.n_received, "training_step": loop.step}))
     loop.run()

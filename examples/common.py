@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -24,7 +25,8 @@ from drlhp.sb3 import HumanPreferencesVecEnvWrapper
 class Args:
     total_timesteps: int = field(default=30_000, metadata={"help": "agent steps in total (all envs)"})
     n_envs: int = field(default=8, metadata={"help": "envs stepped together, all feeding one drlhp pipeline"})
-    log_dir: str = field(default="drlhp_logs", metadata={"help": "checkpoints, preferences, metrics"})
+    log_dir: str = field(default="drlhp_logs", metadata={"help": "the run's checkpoints, labels and metrics"})
+    resume: bool = field(default=False, metadata={"help": "continue the run in --log-dir: its labels and reward network (the agent starts afresh)"})
     seed: int = field(default=0, metadata={"help": "seed of the envs, the agent and drlhp"})
     segment_length: int = field(default=25, metadata={"help": "frames per clip compared"})
     n_initial_prefs: int = field(default=40, metadata={"help": "labels before reward training starts"})
@@ -37,6 +39,8 @@ class Args:
 def parse_args(description: str, **defaults) -> Args:
     """``Args`` from the command line; ``defaults`` override the generic defaults for one example."""
     parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    # Each run gets its own log_dir: drlhp never lets a new run overwrite an earlier run's labels.
+    defaults["log_dir"] = os.path.join(defaults.get("log_dir", Args.log_dir), time.strftime("%Y%m%d-%H%M%S"))
     for f in dataclasses.fields(Args):
         default = defaults.get(f.name, f.default)
         if f.type in (bool, "bool"):
@@ -44,7 +48,10 @@ def parse_args(description: str, **defaults) -> Args:
         else:
             parser.add_argument("--" + f.name.replace("_", "-"), type=type(f.default), default=default,
                                 help=f"{f.metadata['help']} (default: {default})")
-    return Args(**vars(parser.parse_args()))
+    args = Args(**vars(parser.parse_args()))
+    if args.resume and args.log_dir == defaults["log_dir"]:
+        parser.error("--resume needs --log-dir naming the run to continue")
+    return args
 
 
 def train_from_preferences(venv: VecEnv, args: Args, make_agent: Callable[[VecEnv, int], BaseAlgorithm]) -> None:
@@ -62,8 +69,10 @@ def train_from_preferences(venv: VecEnv, args: Args, make_agent: Callable[[VecEn
         n_initial_prefs=args.n_initial_prefs,
         n_initial_training_steps=args.n_initial_training_steps,
         log_dir=args.log_dir,
+        resume=args.resume,
         seed=args.seed,
     )
+    print(f"drlhp run in {args.log_dir}{' (resumed)' if args.resume else ''}", flush=True)
     with wrapped:
         random_return = warm_up_reward_predictor(wrapped, args.seed)
         stats = wrapped.stats()

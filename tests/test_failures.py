@@ -9,7 +9,7 @@ import time
 import pytest
 
 from conftest import FAST, FakePixelEnv, step_until, wait_for
-from drlhp import HumanPreferencesEnvWrapper, PrefDB, WorkerError
+from drlhp import HumanPreferencesEnvWrapper, PrefDB, PrefDBFormatError, WorkerError
 
 
 class FailingLabeller:
@@ -47,7 +47,7 @@ def test_bad_arguments_fail_at_construction(tmp_path, kwargs, message):
 def test_corrupt_prefs_file_fails_at_construction_with_its_reason(tmp_path):
     (tmp_path / "train.pkl.gz").write_bytes(b"garbage")
     (tmp_path / "val.pkl.gz").write_bytes(b"garbage")
-    with pytest.raises(WorkerError, match="not a valid drlhp preference database"):
+    with pytest.raises(PrefDBFormatError, match="not a valid drlhp preference database"):
         HumanPreferencesEnvWrapper(FakePixelEnv(), prefs_dir=str(tmp_path), collect_prefs=False,
                                    log_dir=str(tmp_path / "log"), **FAST)
 
@@ -129,8 +129,9 @@ def test_children_save_labels_and_exit_when_the_main_process_dies(tmp_path):
     assert wait_for(lambda: all(gone(p) for p in pids), timeout=40), "orphaned drlhp workers are still running"
     saved = PrefDB.load(str(tmp_path / "train.pkl.gz")), PrefDB.load(str(tmp_path / "val.pkl.gz"))
     assert sum(len(db) for db in saved) >= 10  # the labels made before the crash survived it
-    with HumanPreferencesEnvWrapper(FakePixelEnv(), log_dir=str(tmp_path), train_reward=False, **FAST):
-        pass  # the crashed run's log_dir is free again once its trainer has saved
+    with HumanPreferencesEnvWrapper(FakePixelEnv(), log_dir=str(tmp_path), train_reward=False, resume=True,
+                                    **FAST) as env:  # the crashed run's log_dir is free again once its trainer has saved
+        assert env.stats()["run_labels"] >= 10
 
 
 def test_labels_are_autosaved_at_intervals(tmp_path):

@@ -44,9 +44,9 @@ def test_segments_travel_once_and_are_forgotten_when_they_leave_the_buffer():
     iface.ask(iface.segments[0], iface.segments[2])
     iface.add_segment(seg(3, 3))  # evicts segment 0
     msgs = [out.get_nowait() for _ in range(out.qsize())]
-    sent = [m.seg_id for m in msgs if isinstance(m, SegmentData)]
+    sent = [m.segment.seg_id for m in msgs if isinstance(m, SegmentData)]
     assert sent == [0, 1, 2]  # 0 was in two pairs but sent once
-    assert [m for m in msgs if isinstance(m, Preference)] == [Preference(0, 1, 0.0), Preference(0, 2, 0.0)]
+    assert [m for m in msgs if isinstance(m, Preference)] == [Preference(0, 1, 0.0, 0), Preference(0, 2, 0.0, 1)]
     assert msgs[-1] == ForgetSegment(0)
 
 

@@ -129,8 +129,9 @@ def test_gymnasium_check_env_passes(tmp_path):
 def test_a_checkpoint_left_by_an_earlier_run_is_not_used(tmp_path):
     with HumanPreferencesEnvWrapper(FakePixelEnv(), log_dir=str(tmp_path), **FAST) as env:
         step_until(env, lambda: env.using_reward_from_predictor)
-    # A second run in the same log_dir starts on the true reward, like the first did.
-    with HumanPreferencesEnvWrapper(FakePixelEnv(), log_dir=str(tmp_path), train_reward=False, **FAST) as env:
+    # A new run in the same log_dir (from the first run's labels) starts on the true reward, like the first did.
+    with HumanPreferencesEnvWrapper(FakePixelEnv(), log_dir=str(tmp_path), prefs_dir=str(tmp_path),
+                                    train_reward=False, **FAST) as env:
         env.reset()
         for _ in range(50):
             env.step(0)

@@ -129,7 +129,8 @@ class PreferencePipeline:
         self._interface_stop, self._trainer_stop = ctx.Event(), ctx.Event()
         trainer_config = TrainerConfig(
             net=NetConfig(frame_spec, c.reward_predictor_dropout, c.reward_predictor_batchnorm),
-            log_dir=c.log_dir, collect_prefs=c.collect_prefs, train_reward=c.train_reward, prefs_dir=c.prefs_dir,
+            segment_length=c.segment_length, log_dir=c.log_dir, collect_prefs=c.collect_prefs,
+            train_reward=c.train_reward, prefs_dir=c.prefs_dir,
             pretrained_ckpt=pretrained_ckpt, max_prefs_in_db=c.max_prefs_in_db, val_fraction=c.val_fraction,
             n_initial_prefs=c.n_initial_prefs, n_initial_training_steps=c.n_initial_training_steps,
             ckpt_interval=c.reward_predictor_ckpt_interval, batch_size=c.reward_predictor_batch_size,

@@ -4,6 +4,10 @@ File format (``train.pkl.gz`` / ``val.pkl.gz``, names kept from the original
 drlhp): a gzip stream of consecutive NumPy ``.npy`` records -- a JSON header,
 the segment ids and rewards, the preferences, then each segment's frames. It is
 read with ``allow_pickle=False``, so loading a file cannot run code from it.
+Version 2 stores each clip's frames as held in memory, zlib-compressed (a uint8
+record; the gzip layer does not compress again), so a snapshot of a full Pong
+database is written in a fraction of a second; version 1 (raw frames, gzip
+level 1) is still read.
 The header's ``n_labels`` is how many labels the run had when the file was
 written: the journal's labels from there on are replayed on top of it
 (``drlhp.label_journal``).
@@ -24,7 +28,8 @@ from drlhp.label_journal import journal_files, read_journal
 from drlhp.segments import PackedSegment, Segment, pack
 
 FORMAT_NAME = "drlhp-prefdb"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+READABLE_VERSIONS = (1, 2)
 TRAIN_FILE = "train.pkl.gz"
 VAL_FILE = "val.pkl.gz"
 
@@ -85,19 +90,19 @@ class PrefDB:
             "maxlen": self.maxlen,
             "n_segments": len(ids),
             "n_prefs": len(self.prefs),
-            "segment_shape": list(first.frames.shape) if first else None,
-            "frame_dtype": first.frames.dtype.str if first else None,
+            "segment_shape": list(first.packed_frames[1]) if first else None,
+            "frame_dtype": first.packed_frames[2].str if first else None,
             "n_labels": n_labels,
         }
         prefs = np.array(self.prefs, dtype=np.float64).reshape(-1, 3)
-        with atomic_write(path) as raw, gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=1) as f:
+        with atomic_write(path) as raw, gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=0) as f:
             _write(f, np.frombuffer(json.dumps(header).encode(), dtype=np.uint8))
             _write(f, np.array(ids, dtype=np.int64))
             _write(f, np.stack([self.segments[i].rewards for i in ids]) if ids else np.zeros((0, 0)))
             _write(f, prefs[:, :2].astype(np.int64))
             _write(f, prefs[:, 2].copy())
             for i in ids:
-                _write(f, self.segments[i].frames)
+                _write(f, np.frombuffer(self.segments[i].packed_frames[0], dtype=np.uint8))
 
     @classmethod
     def load(cls, path: str, maxlen: Optional[int] = None) -> "PrefDB":
@@ -121,7 +126,7 @@ class PrefDB:
                 "not loaded because unpickling can run code from the file",
             )
         header = json.loads(_read(f).tobytes().decode())
-        if header.get("format") != FORMAT_NAME or header.get("version") != FORMAT_VERSION:
+        if header.get("format") != FORMAT_NAME or header.get("version") not in READABLE_VERSIONS:
             raise _format_error(path, f"unknown header {header!r}")
         ids, rewards, pair_ids, labels = _read(f), _read(f), _read(f), _read(f)
         n_seg, n_prefs = int(header["n_segments"]), int(header["n_prefs"])
@@ -132,11 +137,21 @@ class PrefDB:
         if not np.all(np.isin(labels, (0.0, 0.5, 1.0))):
             raise _format_error(path, "labels must be 0, 0.5 or 1")
         segments: Dict[int, PackedSegment] = {}
+        shape = tuple(header["segment_shape"] or ())
+        dtype = np.dtype(header["frame_dtype"] or "u1")
+        if dtype.kind not in "biuf":
+            raise _format_error(path, f"frames of dtype {dtype}")
         for k, seg_id in enumerate(ids.tolist()):
-            frames = _read(f)
-            if list(frames.shape) != header["segment_shape"] or frames.dtype.str != header["frame_dtype"]:
-                raise _format_error(path, f"segment {seg_id} has shape {frames.shape}, dtype {frames.dtype}")
-            segments[seg_id] = PackedSegment(Segment(seg_id, frames, rewards[k].astype(np.float64)))
+            record, seg_rewards = _read(f), rewards[k].astype(np.float64)
+            if header["version"] == 1:
+                if record.shape != shape or record.dtype != dtype:
+                    raise _format_error(path, f"segment {seg_id} has shape {record.shape}, dtype {record.dtype}")
+                segments[seg_id] = PackedSegment(Segment(seg_id, record, seg_rewards))
+                continue
+            data = record.tobytes()
+            if record.dtype != np.uint8 or len(zlib.decompress(data)) != int(np.prod(shape)) * dtype.itemsize:
+                raise _format_error(path, f"segment {seg_id}'s frames do not unpack to shape {shape}, dtype {dtype}")
+            segments[seg_id] = PackedSegment.from_packed(seg_id, data, shape, dtype, seg_rewards)
         if f.read(1):
             raise _format_error(path, "unexpected data after the last segment")
         db = cls(maxlen if maxlen is not None else int(header["maxlen"]))

@@ -56,6 +56,7 @@ class TrainerConfig:
     """Settings of the reward-training process (see the wrapper's docstring for each)."""
 
     net: NetConfig
+    segment_length: int
     log_dir: str
     collect_prefs: bool
     train_reward: bool
@@ -145,19 +146,30 @@ class RewardTrainingLoop:
         c = self.config
         own = c.resume and has_labels(c.log_dir)
         source = c.log_dir if own else c.prefs_dir
-        if self.journaling and not own and not _same_dir(source, c.log_dir):
-            refuse_earlier_labels(c.log_dir)
+        if c.collect_prefs and not own and not _same_dir(source, c.log_dir):
+            refuse_earlier_labels(c.log_dir)  # save_prefs() or a snapshot would overwrite them
         buffer = PrefBuffer.load(source, c.max_prefs_in_db, c.val_fraction) if source else PrefBuffer(
             c.max_prefs_in_db, c.val_fraction)
+        self._check_clips(buffer, source)
         labels_from_elsewhere = buffer.n_received and not _same_dir(source, c.log_dir)
         if self.journaling and (journal_files(c.log_dir) or labels_from_elsewhere):
             # One snapshot in log_dir holds them all, so the run's log_dir alone has every label.
             buffer.save(c.log_dir)
             remove_journal(c.log_dir)
-        if self.journaling or _same_dir(source, c.log_dir):
-            self.stats.labels_in_snapshot.value = buffer.n_received
-        self.stats.run_labels.value = buffer.n_received
+        self.stats.labels_in_snapshot.value = self.stats.run_labels.value = buffer.n_received
         return buffer
+
+    def _check_clips(self, buffer: PrefBuffer, source: Optional[str]) -> None:
+        segments = {**buffer.train_db.segments, **buffer.val_db.segments}
+        if not segments:
+            return
+        _, shape, dtype = next(iter(segments.values())).packed_frames
+        spec = self.config.net.frame_spec
+        if shape != (self.config.segment_length, *spec.shape) or dtype != np.dtype(spec.dtype):
+            raise ValueError(
+                f"The labels in {source} are of clips of shape {shape} and dtype {dtype}, but this run makes clips "
+                f"of {(self.config.segment_length, *spec.shape)} and {spec.dtype}. Use the env, obs_transform_func "
+                "and segment_length they were collected with.")
 
     def _load_trainer(self) -> RewardTrainer:
         """The reward network to train: the run's own checkpoint (resume), a pretrained one, or a new one."""

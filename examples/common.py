@@ -26,7 +26,8 @@ class Args:
     total_timesteps: int = field(default=30_000, metadata={"help": "agent steps in total (all envs)"})
     n_envs: int = field(default=8, metadata={"help": "envs stepped together, all feeding one drlhp pipeline"})
     log_dir: str = field(default="drlhp_logs", metadata={"help": "the run's checkpoints, labels and metrics"})
-    resume: bool = field(default=False, metadata={"help": "continue the run in --log-dir: its labels and reward network (the agent starts afresh)"})
+    resume: bool = field(default=False, metadata={
+        "help": "continue the run in --log-dir: its labels and reward network (the agent starts afresh)"})
     seed: int = field(default=0, metadata={"help": "seed of the envs, the agent and drlhp"})
     segment_length: int = field(default=25, metadata={"help": "frames per clip compared"})
     n_initial_prefs: int = field(default=40, metadata={"help": "labels before reward training starts"})

@@ -129,8 +129,9 @@ def test_children_save_labels_and_exit_when_the_main_process_dies(tmp_path):
     assert wait_for(lambda: all(gone(p) for p in pids), timeout=40), "orphaned drlhp workers are still running"
     saved = PrefDB.load(str(tmp_path / "train.pkl.gz")), PrefDB.load(str(tmp_path / "val.pkl.gz"))
     assert sum(len(db) for db in saved) >= 10  # the labels made before the crash survived it
+    # The crashed run's log_dir is free again once its trainer has saved, and the run resumes.
     with HumanPreferencesEnvWrapper(FakePixelEnv(), log_dir=str(tmp_path), train_reward=False, resume=True,
-                                    **FAST) as env:  # the crashed run's log_dir is free again once its trainer has saved
+                                    **FAST) as env:
         assert env.stats()["run_labels"] >= 10
 
 

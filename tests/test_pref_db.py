@@ -126,3 +126,22 @@ def test_clips_are_held_compressed_and_unpack_exactly():
     assert isinstance(db.segments[7], PackedSegment)
     frames_a, frames_b, labels = db.batch(np.array([0]))
     assert np.array_equal(frames_a[0], frames) and np.array_equal(frames_b[0], frames[::-1]) and labels[0] == 1.0
+
+
+def test_files_of_format_version_1_still_load(tmp_path):
+    """Version 1 (before clips were stored packed): raw frames in a gzip level-1 stream."""
+    import json
+
+    segs = [seg(i) for i in range(3)]
+    path = str(tmp_path / "train.pkl.gz")
+    header = {"format": "drlhp-prefdb", "version": 1, "maxlen": 10, "n_segments": 3, "n_prefs": 2,
+              "segment_shape": [4, 5, 5, 1], "frame_dtype": "|u1"}
+    with gzip.open(path, "wb") as f:
+        for array in [np.frombuffer(json.dumps(header).encode(), np.uint8), np.arange(3),
+                      np.stack([s.rewards for s in segs]), np.array([[0, 1], [2, 0]]), np.array([1.0, 0.5])]:
+            np.lib.format.write_array(f, array, allow_pickle=False)
+        for s in segs:
+            np.lib.format.write_array(f, s.frames, allow_pickle=False)
+    db = PrefDB.load(path)
+    assert list(db.prefs) == [(0, 1, 1.0), (2, 0, 0.5)] and db.n_labels_when_saved is None
+    assert all(np.array_equal(db.segments[s.seg_id].frames, s.frames) for s in segs)

@@ -37,6 +37,13 @@ def test_a_new_run_refuses_a_log_dir_holding_labels_and_leaves_them_intact(tmp_p
         HumanPreferencesEnvWrapper(FakePixelEnv(), log_dir=str(tmp_path / "empty"), resume=True, **FAST)
 
 
+def test_labels_of_other_clips_are_refused_at_construction(tmp_path):
+    with HumanPreferencesEnvWrapper(FakePixelEnv(), log_dir=str(tmp_path), train_reward=False, **FAST) as env:
+        step_until(env, lambda: env.stats()["prefs_received"] >= 3)
+    with pytest.raises(ValueError, match=r"clips of shape \(5, 12, 12, 1\).*segment_length they were collected"):
+        HumanPreferencesEnvWrapper(FakePixelEnv(), log_dir=str(tmp_path), resume=True, **{**FAST, "segment_length": 6})
+
+
 def test_resume_continues_labels_network_optimiser_and_numbering(tmp_path):
     with HumanPreferencesEnvWrapper(FakePixelEnv(), log_dir=str(tmp_path), **FAST) as env:
         step_until(env, lambda: env.using_reward_from_predictor and env.stats()["training_steps"] >= 8)
@@ -67,7 +74,8 @@ def test_a_new_run_from_the_same_directory_sets_the_earlier_metrics_aside(tmp_pa
     # Train anew from the first run's labels in the same log_dir: allowed, they become this run's.
     with HumanPreferencesEnvWrapper(FakePixelEnv(), log_dir=str(tmp_path), prefs_dir=str(tmp_path), **FAST) as env:
         step_until(env, lambda: env.stats()["training_steps"] >= 4)
-    aside = [f for f in os.listdir(tmp_path) if f.startswith("reward_training_metrics.") and f != "reward_training_metrics.csv"]
+    aside = [f for f in os.listdir(tmp_path)
+             if f.startswith("reward_training_metrics.") and f != "reward_training_metrics.csv"]
     assert len(aside) == 1
     with open(tmp_path / "reward_training_metrics.csv") as f:
         assert int(next(csv.DictReader(f))["training_step"]) <= 4  # starts again: not appended to the first run's

@@ -128,3 +128,31 @@ def test_fast_single_frame_path_matches_the_network(shape, batchnorm):
     raw = predictor.raw_rewards(frames[:5])
     fast = [predictor.reward(f) for f in frames[:5]]
     np.testing.assert_allclose(fast, (raw - 0.1) / 0.5 * 2.0, rtol=1e-4, atol=1e-5)
+
+
+def test_optimiser_state_is_restored_only_for_the_checkpoint_it_was_saved_with(tmp_path):
+    spec = infer_frame_spec(np.zeros((8, 8, 1), np.uint8))
+    rng = np.random.default_rng(0)
+    clips = rng.integers(0, 256, (2, 4, 3, 8, 8, 1), dtype=np.uint8)
+    batch = (clips[0], clips[1], np.array([1.0, 0.0, 1.0, 0.5], np.float32))
+    trainer = RewardTrainer(RewardPredictor(NetConfig(spec)))
+    for _ in range(3):
+        trainer.train_step(*batch)
+    trainer.predictor.save(str(tmp_path / "r.ckpt"))
+    trainer.save_state(str(tmp_path / "opt.pt"))
+
+    resumed = RewardTrainer(RewardPredictor.load(str(tmp_path / "r.ckpt")))
+    assert resumed.load_state(str(tmp_path / "opt.pt"))
+    saved, restored = trainer.optimizer.state_dict()["state"], resumed.optimizer.state_dict()["state"]
+    assert saved.keys() == restored.keys()
+    assert all(torch.equal(saved[k]["exp_avg_sq"], restored[k]["exp_avg_sq"]) for k in saved)
+    # One step on from both: the same weights, as if the run had never stopped.
+    for t in (trainer, resumed):
+        torch.manual_seed(0)  # the same dropout masks
+        t.train_step(*batch)
+    pairs = zip(trainer.predictor.net.parameters(), resumed.predictor.net.parameters())
+    assert all(torch.allclose(p, q) for p, q in pairs)
+
+    trainer.train_step(*batch)  # the state file now belongs to an older step than this network
+    trainer.predictor.save(str(tmp_path / "r.ckpt"))
+    assert not RewardTrainer(RewardPredictor.load(str(tmp_path / "r.ckpt"))).load_state(str(tmp_path / "opt.pt"))

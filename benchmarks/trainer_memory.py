@@ -5,7 +5,8 @@ A random policy plays the env with synthetic labels and default settings
 database's clip bytes (``stats()["db_bytes"]``), the trainer process's resident
 memory, and RSS ÷ database bytes; the baseline is the trainer's RSS before its
 first label, measured in the same run. Stops once the database is full (or
-after ``--seconds``), then times ``close()`` (which saves the database).
+after ``--seconds``), prints the trainer's peak RSS, then times ``close()``
+(which writes the label snapshot).
 
     python benchmarks/trainer_memory.py [--seconds 300] [--envs pong moving_dot]
 """
@@ -22,9 +23,10 @@ from drlhp import HumanPreferencesEnvWrapper
 MAX_PREFS = 3000  # drlhp's default database size
 
 
-def rss_mib(pid: int) -> float:
+def rss_mib(pid: int, field: str = "VmRSS") -> float:
+    """Resident memory now (``VmRSS``) or at its highest so far (``VmHWM``)."""
     with open(f"/proc/{pid}/status") as f:
-        kb = next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
+        kb = next(int(line.split()[1]) for line in f if line.startswith(field + ":"))
     return kb / 1024
 
 
@@ -52,6 +54,7 @@ def measure(name: str, seconds: float) -> None:
                 ratio = f"{(rss - baseline) / db_mib:14.2f}" if db_mib else f"{'-':>14}"
                 print(f"  {time.monotonic() - start:5.0f} {stats['prefs_received']:7d} {db_mib:7.0f} {rss:7.0f} {ratio}",
                       flush=True)
+        print(f"  trainer's peak RSS so far: {rss_mib(trainer, 'VmHWM'):.0f} MiB")
         closing = time.monotonic()
         env.close()
         print(f"  close() with a {'full' if full else 'partly filled'} database: {time.monotonic() - closing:.1f} s")

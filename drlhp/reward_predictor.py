@@ -149,7 +149,7 @@ class RewardPredictor:
         self._ops = inference_ops(self.net)
 
     @torch.inference_mode()
-    def raw_rewards(self, frames: np.ndarray, batch_size: int = 1024) -> np.ndarray:
+    def raw_rewards(self, frames: np.ndarray, batch_size: int = 200) -> np.ndarray:
         """Unnormalised per-frame rewards of ``frames`` (N, *frame_shape), eval mode."""
         if self.net.training:  # eval() walks every module: ~0.15 ms, too slow for every step
             self.net.eval()

@@ -223,7 +223,7 @@ class RewardTrainingLoop:
                 log.info("saved %d unsaved preferences to %s on close", n_unsaved, self.config.log_dir)
         self._check_receiver()
         if self.step > self._ckpt_step:  # so that a resumed run continues from the last step, not the last checkpoint
-            self._checkpoint()
+            self._checkpoint(log_metrics=False)  # validation would only slow close() down
 
     def _check_receiver(self) -> None:
         if self.receiver.error:
@@ -274,8 +274,18 @@ class RewardTrainingLoop:
 
     def _sample(self, db, n: int):
         with self.lock:
-            idx = self.rng.integers(0, len(db), size=n) if len(db) > n else np.arange(len(db))
-            return db.batch(idx)
+            return db.batch(self._pick(db, n))
+
+    def _pick(self, db, n: int) -> np.ndarray:
+        return self.rng.integers(0, len(db), size=n) if len(db) > n else np.arange(len(db))
+
+    def _batches(self, db, n: int):
+        """``n`` random pairs of ``db``, unpacked a training batch at a time (bounded memory)."""
+        idx, size = self._pick(db, n), self.config.batch_size
+        for i in range(0, len(idx), size):
+            with self.lock:
+                batch = db.batch(idx[i:i + size])
+            yield batch
 
     def _train_step(self) -> None:
         loss, acc = self.trainer.train_step(*self._sample(self.buffer.train_db, self.config.batch_size))
@@ -286,7 +296,7 @@ class RewardTrainingLoop:
         if self.step % self.config.ckpt_interval == 0 or self.step == self.config.n_initial_training_steps:
             self._checkpoint()
 
-    def _checkpoint(self) -> None:
+    def _checkpoint(self, log_metrics: bool = True) -> None:
         predictor = self.trainer.predictor
         with self.lock:
             seg_ids = list(self.buffer.train_db.segments)
@@ -298,12 +308,13 @@ class RewardTrainingLoop:
         predictor.save(self.config.ckpt_path)
         self.trainer.save_state(trainer_state_file(self.config.log_dir))
         self._ckpt_step = self.step
-        self._log_metrics()
+        if log_metrics:
+            self._log_metrics()
 
     def _log_metrics(self) -> None:
         val_loss = val_acc = float("nan")
         if len(self.buffer.val_db):
-            val_loss, val_acc = self.trainer.evaluate(*self._sample(self.buffer.val_db, self.config.n_val_pairs))
+            val_loss, val_acc = self.trainer.evaluate(self._batches(self.buffer.val_db, self.config.n_val_pairs))
         now = time.monotonic()
         row = {
             "training_step": self.step,

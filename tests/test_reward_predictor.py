@@ -1,3 +1,4 @@
+import copy
 import math
 
 import numpy as np
@@ -109,11 +110,14 @@ def test_trainer_step_reduces_loss_on_a_fixed_batch():
     frames_b = frames_a[:, :, ::-1].copy()
     labels = (frames_a[:, :, 0].sum(1) > frames_b[:, :, 0].sum(1)).astype(np.float32)
     trainer = RewardTrainer(RewardPredictor(NetConfig(infer_frame_spec(frames_a[0, 0]), dropout=0.0)), lr=1e-2)
-    first, _ = trainer.evaluate(frames_a, frames_b, labels)
+    first, _ = trainer.evaluate([(frames_a, frames_b, labels)])
     for _ in range(50):
         trainer.train_step(frames_a, frames_b, labels)
-    last, acc = trainer.evaluate(frames_a, frames_b, labels)
+    last, acc = trainer.evaluate([(frames_a, frames_b, labels)])
     assert last < first * 0.5 and acc == 1.0 and trainer.predictor.training_step == 50
+    # Evaluated a few pairs at a time (bounded memory), the figures are the same.
+    halves = [(frames_a[i:i + 3], frames_b[i:i + 3], labels[i:i + 3]) for i in range(0, 8, 3)]
+    assert trainer.evaluate(halves) == pytest.approx((last, acc))
 
 
 @pytest.mark.parametrize("shape, batchnorm", [((84, 84, 4), False), ((12, 12), True), ((10,), True)])
@@ -156,3 +160,19 @@ def test_optimiser_state_is_restored_only_for_the_checkpoint_it_was_saved_with(t
     trainer.train_step(*batch)  # the state file now belongs to an older step than this network
     trainer.predictor.save(str(tmp_path / "r.ckpt"))
     assert not RewardTrainer(RewardPredictor.load(str(tmp_path / "r.ckpt"))).load_state(str(tmp_path / "opt.pt"))
+
+
+def test_a_step_taken_a_few_pairs_per_pass_is_the_same_step():
+    spec = infer_frame_spec(np.zeros((8, 8, 1), np.uint8))
+    rng = np.random.default_rng(1)
+    clips = rng.integers(0, 256, (2, 7, 3, 8, 8, 1), dtype=np.uint8)
+    labels = np.array([1.0, 0.0, 0.5, 1.0, 0.0, 1.0, 0.5], np.float32)
+    torch.manual_seed(0)
+    net = build_reward_net(NetConfig(spec, dropout=0.0))
+    trainers = [RewardTrainer(RewardPredictor(NetConfig(spec, dropout=0.0), copy.deepcopy(net)), pairs_per_pass=k)
+                for k in (7, 3)]
+    results = [t.train_step(clips[0], clips[1], labels) for t in trainers]
+    assert results[0] == pytest.approx(results[1])
+    # The same gradient (Adam's first step is ~lr * sign(gradient): compare what it was given).
+    pairs = zip(trainers[0].predictor.net.parameters(), trainers[1].predictor.net.parameters())
+    assert all(torch.allclose(p.grad, q.grad, rtol=1e-4, atol=1e-7) for p, q in pairs)

@@ -128,7 +128,7 @@ class RewardTrainingLoop:
         self.lock = threading.Lock()
         self.receiver = PrefReceiver(pref_queue, self.buffer, self.lock, stats)
         self.trainer = self._load_trainer()
-        self._ckpt_step = self.step
+        self._ckpt_step = stats.training_steps.value = self.step
         if not config.resume:
             for path in set_aside_earlier_logs(config.log_dir):
                 log.info("a new run in %s: the earlier run's log is now %s", config.log_dir, path)

@@ -77,14 +77,18 @@ def train_from_preferences(venv: VecEnv, args: Args, make_agent: Callable[[VecEn
     with wrapped:
         random_return = warm_up_reward_predictor(wrapped, args.seed)
         stats = wrapped.stats()
-        print(f"reward predictor ready after {stats['training_steps']} training steps on {stats['prefs_received']} "
-              f"labels; random policy's true return: {random_return:.1f}", flush=True)
+        print(f"reward predictor ready after {stats['training_steps']} training steps on {stats['run_labels']} "
+              f"labels; random policy's true return: {one_decimal(random_return)}", flush=True)
         logger = TrueReturnLogger(wrapped, args.log_every)
         make_agent(wrapped, args.seed).learn(args.total_timesteps, callback=logger)
         result = f"{np.mean(logger.returns):.1f}" if logger.returns else "n/a (no episode finished)"
         print(f"done: mean true return of the last {len(logger.returns)} episodes {result} "
-              f"(random policy: {random_return:.1f}); {wrapped.stats()['prefs_received']} labels in all; "
+              f"(random policy: {one_decimal(random_return)}); {wrapped.stats()['run_labels']} labels in all; "
               f"logs in {args.log_dir}")
+
+
+def one_decimal(x: float) -> str:
+    return "n/a (no warm-up: resumed)" if np.isnan(x) else f"{x:.1f}"
 
 
 def episode_returns(infos) -> list[float]:
@@ -112,7 +116,7 @@ class TrueReturnLogger(BaseCallback):
             if self.env is not None:
                 stats = self.env.stats()
                 line += (f" | reward: {'predicted' if self.env.using_reward_from_predictor else 'true     '} | "
-                         f"labels {stats['prefs_received']:5d} | reward-training steps {stats['training_steps']:4d}")
+                         f"labels {stats['run_labels']:5d} | reward-training steps {stats['training_steps']:4d}")
             print(line, flush=True)
         return True
 

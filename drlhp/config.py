@@ -72,7 +72,7 @@ class PreferenceConfig:
             the program runs without one.
         prefs_autosave_interval: also rewrite the label snapshot in ``log_dir`` every this many
             seconds. None (the default): each label is journaled as it comes anyway, and the
-            snapshot is rewritten once the labels since the last one outnumber those in it.
+            snapshot is rewritten once the labels since the last one are as many as the older ones.
         max_segs: recent segments the preference interface picks pairs from.
         synthetic_prefs_per_segment: synthetic labels asked per new segment.
         segment_queue_size: segments in flight to the interface; when full, new ones are

@@ -9,10 +9,10 @@ it only collects, so ``save_prefs()`` works while nothing trains.
 At start it loads what the run builds on (``drlhp.run_dir``: resume, or a new run
 from ``prefs_dir``), writes the log_dir snapshot if the journal or another
 directory added labels, and tells the interface where numbering continues.
-A snapshot is written once the labels since the last one are as many as the
-older ones in the database (so rewriting it costs at most as much again as
-journaling them did), on
-``save_prefs()`` and on close; the journal holds everything in between.
+A snapshot of the labels is written on ``save_prefs()``, on close, and once the
+labels since the last one are as many as the older ones in the database (so
+rewriting it costs at most as much again as journaling them did); the journal
+holds everything in between.
 """
 from __future__ import annotations
 

@@ -13,11 +13,15 @@ setup(
         "numpy>=1.24",
         # A range, not a pin: an installed torch 2.x CPU build satisfies it without a download.
         "torch>=2.1,<3",
+        "tqdm>=4.60",
     ],
+    entry_points={"console_scripts": ["drlhp=drlhp.cli:main"]},
     extras_require={
         "gui": ["opencv-python>=4.8"],
         "sb3": ["stable-baselines3>=2.3"],
         "examples": ["stable-baselines3>=2.3", "ale-py>=0.9"],
-        "dev": ["pytest>=7", "pytest-timeout>=2", "scipy>=1.10", "stable-baselines3>=2.3", "opencv-python>=4.8"],
+        "plot": ["matplotlib>=3.7"],
+        "dev": ["pytest>=7", "pytest-timeout>=2", "scipy>=1.10", "stable-baselines3>=2.3", "opencv-python>=4.8",
+                "matplotlib>=3.7"],
     },
 )

@@ -4,7 +4,8 @@ process vs a bare PyTorch loop of the same network, batch size and data, same ru
 drlhp: workflow 3 (train from a saved preference database, default settings:
 checkpoint + normaliser fit + validation every 100 steps, one torch thread).
 Bare loop: sample indices, stack frames, convert, forward, loss, backward, step.
-Aim: drlhp >= 0.9x the bare loop.
+Aim: drlhp >= 0.9x the bare loop. Then ``drlhp train-reward``'s loop (the same
+code, in this process) on the same database: aim within 10 % of the trainer process.
 
     python benchmarks/trainer_throughput.py [--steps 60] [--envs moving_dot pong]
 """
@@ -72,6 +73,19 @@ def drlhp_pairs_per_s(name: str, segments, n_steps: int, rng, tmp: str) -> float
         return (counter() - first) * BATCH / (time.perf_counter() - start)
 
 
+def offline_pairs_per_s(n_steps: int, tmp: str) -> float:
+    """``drlhp train-reward``'s in-process loop on the database the trainer process used."""
+    from drlhp.offline import train_reward
+
+    times = {}
+
+    def on_step(step: int, total: int) -> None:
+        times[step] = time.perf_counter()
+
+    train_reward(tmp + "/prefs", tmp + "/offline", steps=n_steps + 3, on_step=on_step)
+    return n_steps * BATCH / (times[n_steps + 3] - times[3])  # after 3 warm-up steps, as for the others
+
+
 def measure(name: str, n_steps: int) -> None:
     one_thread()
     rng = np.random.default_rng(0)
@@ -80,8 +94,10 @@ def measure(name: str, n_steps: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         bare = bare_loop_pairs_per_s(segments, spec, n_steps, rng)
         ours = drlhp_pairs_per_s(name, segments, n_steps, rng, tmp)
+        offline = offline_pairs_per_s(n_steps, tmp)
     print(f"{name:10s} bare PyTorch loop {bare:6.1f} pairs/s | drlhp trainer process {ours:6.1f} pairs/s | "
-          f"ratio {ours / bare:.2f} (aim >= 0.9)")
+          f"ratio {ours / bare:.2f} (aim >= 0.9) | drlhp train-reward {offline:6.1f} pairs/s, "
+          f"÷ trainer process {offline / ours:.2f} (aim 0.9-1.1)")
 
 
 if __name__ == "__main__":

@@ -91,6 +91,8 @@ def frames_to_net_input(frames: np.ndarray, spec: FrameSpec) -> torch.Tensor:
     Integer pixels are scaled to [0, 1]; images come out (N, C, H, W) in
     channels-last memory order, which is what makes the convolutions fast on CPU.
     """
+    if not frames.flags.writeable:  # e.g. a packed clip's frames: torch only reads them, but warns
+        frames = frames.copy()
     x = torch.from_numpy(np.ascontiguousarray(frames))
     scale = 1.0 / 255.0 if np.issubdtype(np.dtype(spec.dtype), np.integer) else 1.0
     if spec.layout == "vector":

@@ -249,6 +249,20 @@ class PrefBuffer:
         return buffer
 
 
+def clip_format(directory: str) -> Tuple[Tuple[int, ...], np.dtype]:
+    """Shape ``(length, *frame_shape)`` and dtype of the clips labelled in ``directory``, read cheaply."""
+    train_path = os.path.join(directory, TRAIN_FILE)
+    if os.path.exists(train_path):
+        with gzip.open(train_path, "rb") as f:
+            header = json.loads(_read(f).tobytes().decode())
+        if header.get("segment_shape"):
+            return tuple(header["segment_shape"]), np.dtype(header["frame_dtype"])
+    for rec in read_journal(directory):
+        return rec.a.packed_frames[1], rec.a.packed_frames[2]
+    raise FileNotFoundError(f"{directory!r} holds no labelled clips (no train.pkl.gz with pairs, no label journal). "
+                            "Point it at the log_dir of a run that collected labels.")
+
+
 def has_labels(directory: str) -> bool:
     """Whether ``directory`` holds a label snapshot or journal (of an earlier run)."""
     return (any(os.path.exists(os.path.join(directory, f)) for f in (TRAIN_FILE, VAL_FILE))

@@ -24,7 +24,7 @@ import threading
 import time
 import traceback
 from dataclasses import dataclass
-from typing import Dict, Optional
+from typing import Callable, Dict, Optional
 
 import numpy as np
 import torch
@@ -133,6 +133,9 @@ class RewardTrainingLoop:
             for path in set_aside_earlier_logs(config.log_dir):
                 log.info("a new run in %s: the earlier run's log is now %s", config.log_dir, path)
         self.metrics_path = os.path.join(config.log_dir, METRICS_FILENAME)
+        self.max_steps: Optional[int] = None  # offline training (``drlhp train-reward``) stops here
+        self.on_step: Optional[Callable[[int], None]] = None  # called after each training step
+        self.last_metrics: Optional[dict] = None  # the last row written to the metrics CSV
         self._recent = {"loss": [], "accuracy": []}
         self._pairs_trained = 0
         self._rate_clock = time.monotonic()
@@ -295,6 +298,12 @@ class RewardTrainingLoop:
         self.stats.training_steps.value = self.step
         if self.step % self.config.ckpt_interval == 0 or self.step == self.config.n_initial_training_steps:
             self._checkpoint()
+        if self.on_step is not None:
+            self.on_step(self.step)
+        if self.max_steps is not None and self.step >= self.max_steps:
+            if self._ckpt_step != self.step:
+                self._checkpoint()
+            self.stop_event.set()
 
     def _checkpoint(self, log_metrics: bool = True) -> None:
         predictor = self.trainer.predictor
@@ -330,6 +339,7 @@ class RewardTrainingLoop:
         self._recent = {"loss": [], "accuracy": []}
         self._pairs_trained, self._rate_clock = 0, now
         append_csv_row(self.metrics_path, METRICS_COLUMNS, row)
+        self.last_metrics = row
         log.info("reward step %d: train loss %.4f acc %.3f | val loss %.4f acc %.3f | %d/%d prefs | %.0f pairs/s",
                  row["training_step"], row["train_loss"], row["train_accuracy"], val_loss, val_acc,
                  row["n_train_prefs"], row["n_val_prefs"], row["pairs_per_second"])

@@ -1,0 +1,179 @@
+"""The ``drlhp`` command: the common jobs from the shell.
+
+    drlhp collect drlhp/MovingDot-v0 --synthetic --labels 500 --log-dir prefs
+    drlhp train-reward prefs --steps 1000 --log-dir reward
+    drlhp eval-reward reward/reward_predictor_checkpoints prefs
+    drlhp show-prefs prefs
+    drlhp plot reward
+
+``drlhp <command> --help`` says more. The checkpoint ``train-reward`` writes is
+what the wrappers' ``pretrained_reward_predictor_dir=`` loads.
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import time
+from typing import List, Optional
+
+from tqdm import tqdm
+
+
+class _TqdmHandler(logging.Handler):
+    """Log lines above the progress bar instead of through it."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        tqdm.write(self.format(record), file=sys.stderr)
+
+
+class _LazyBar:
+    """A progress bar that appears with the first progress, so an early error prints alone."""
+
+    def __init__(self, **kwargs) -> None:
+        self.kwargs, self.bar = kwargs, None
+
+    def get(self) -> tqdm:
+        if self.bar is None:
+            self.bar = tqdm(**self.kwargs)
+        return self.bar
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def _log_through_tqdm() -> None:
+    handler = _TqdmHandler()
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    logger = logging.getLogger("drlhp")
+    logger.handlers[:] = [handler]
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+
+
+def cmd_collect(args) -> None:
+    from drlhp.collect import collect
+
+    bar = _LazyBar(total=args.labels, unit="label", desc="labels")
+
+    def on_label(n: int) -> None:
+        bar.get().update(min(n, args.labels) - bar.get().n)
+
+    paths = collect(args.env_id, args.log_dir, args.labels, args.policy, args.algo, on_label=on_label,
+                    synthetic_preferences=args.synthetic, segment_length=args.segment_length, seed=args.seed,
+                    resume=args.resume, log_level=logging.WARNING)
+    bar.close()
+    print(f"saved {' and '.join(paths)}")
+
+
+def cmd_train_reward(args) -> None:
+    from drlhp.offline import train_reward
+
+    _log_through_tqdm()
+    bar = _LazyBar(unit="step", desc="reward training")
+
+    def on_step(step: int, total: int) -> None:
+        bar.get().total = total
+        bar.get().update(step - bar.get().n)
+
+    row = train_reward(args.prefs_dir, args.log_dir, args.steps, args.epochs, on_step=on_step,
+                       batch_size=args.batch_size, lr=args.lr, ckpt_interval=args.ckpt_interval,
+                       dropout=args.dropout, batchnorm=args.batchnorm, weight_decay=args.weight_decay,
+                       noise_prob=args.noise_prob, val_fraction=args.val_fraction, seed=args.seed)
+    bar.close()
+    print(f"step {row['training_step']}: validation accuracy {row['val_accuracy']:.3f}, loss {row['val_loss']:.4f}; "
+          f"checkpoint in {args.log_dir}/reward_predictor_checkpoints (pretrained_reward_predictor_dir= loads it)")
+
+
+def cmd_eval_reward(args) -> None:
+    from drlhp.offline import evaluate_reward
+
+    result = evaluate_reward(args.checkpoint, args.prefs_dir, args.split)
+    rho = "n/a (the clips carry no true reward)" if result.spearman != result.spearman else f"{result.spearman:.3f}"
+    print(f"{result.n_pairs} {args.split} pairs: accuracy {result.accuracy:.3f} (chance 0.5), loss {result.loss:.4f}; "
+          f"Spearman rho of per-frame reward vs true reward: {rho}")
+
+
+def cmd_show_prefs(args) -> int:
+    from drlhp import show_prefs
+
+    return show_prefs.main([args.path] + (["--summary"] if args.summary else []))
+
+
+def cmd_plot(args) -> None:
+    from drlhp.plot import plot
+
+    print(f"wrote {plot(args.log_dir, args.out, args.prefs_dir)}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="drlhp", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="command")
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+
+    p = sub.add_parser("collect", help="gather preferences on an env, then save them")
+    p.add_argument("env_id", help="anything gymnasium.make accepts: drlhp/MovingDot-v0, ALE/Pong-v5, my_module:MyEnv-v0")
+    p.add_argument("--synthetic", action="store_true", help="label from the env's reward (default: you label, "
+                   "in a window and this terminal)")
+    p.add_argument("--labels", type=int, default=500, help="labels to gather (default: 500)")
+    p.add_argument("--policy", help="an SB3 model .zip to act with, trained on this env's observations "
+                   "(default: random actions)")
+    p.add_argument("--algo", default="ppo", help="the SB3 algorithm of --policy (default: ppo)")
+    p.add_argument("--log-dir", default=f"drlhp_logs/collect/{stamp}", help="where the labels go")
+    p.add_argument("--resume", action="store_true", help="add to the labels already in --log-dir")
+    p.add_argument("--segment-length", type=int, default=25)
+    p.add_argument("--seed", type=int, default=None)
+    p.set_defaults(run=cmd_collect)
+
+    p = sub.add_parser("train-reward", help="train a reward network on saved preferences (no env needed)")
+    p.add_argument("prefs_dir", help="a log_dir holding labels (train.pkl.gz / val.pkl.gz, label journal)")
+    length = p.add_mutually_exclusive_group()
+    length.add_argument("--steps", type=int, help="training steps (default: 1000)")
+    length.add_argument("--epochs", type=float, help="passes over the training pairs")
+    p.add_argument("--log-dir", default=f"drlhp_logs/train_reward/{stamp}", help="checkpoints and metrics")
+    p.add_argument("--batch-size", type=int, default=16)
+    p.add_argument("--lr", type=float, default=3e-4)
+    p.add_argument("--ckpt-interval", type=int, default=100, help="checkpoint (and validate) every this many steps")
+    p.add_argument("--dropout", type=float, default=0.5)
+    p.add_argument("--batchnorm", action="store_true")
+    p.add_argument("--weight-decay", type=float, default=0.0)
+    p.add_argument("--noise-prob", type=float, default=0.0)
+    p.add_argument("--val-fraction", type=float, default=0.2,
+                   help="used to route journaled labels not yet in a snapshot (default: 0.2)")
+    p.add_argument("--seed", type=int, default=None)
+    p.set_defaults(run=cmd_train_reward)
+
+    p = sub.add_parser("eval-reward", help="accuracy and loss of a checkpoint on saved preferences")
+    p.add_argument("checkpoint", help="a reward_predictor.ckpt, or the directory holding it")
+    p.add_argument("prefs_dir")
+    p.add_argument("--split", choices=("val", "train", "all"), default="val")
+    p.set_defaults(run=cmd_eval_reward)
+
+    p = sub.add_parser("show-prefs", help="replay saved pairs with their labels in a window")
+    p.add_argument("path", help="a log_dir, or a train.pkl.gz / val.pkl.gz file")
+    p.add_argument("--summary", action="store_true", help="print counts only; open no window")
+    p.set_defaults(run=cmd_show_prefs)
+
+    p = sub.add_parser("plot", help="a PNG of a run: reward-model curves, labels, predicted vs true return")
+    p.add_argument("log_dir")
+    p.add_argument("--out", help="the PNG to write (default: <log_dir>/drlhp_plot.png)")
+    p.add_argument("--prefs-dir", help="labelled clips for the predicted-vs-true panel (default: log_dir)")
+    p.set_defaults(run=cmd_plot)
+    return parser
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    args = build_parser().parse_args(argv)
+    if getattr(args, "steps", None) is None and getattr(args, "epochs", None) is None and args.command == "train-reward":
+        args.steps = 1000
+    try:
+        return args.run(args) or 0
+    except (FileNotFoundError, ValueError, ImportError) as e:
+        print(f"drlhp {args.command}: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

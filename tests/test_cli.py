@@ -1,0 +1,71 @@
+"""The ``drlhp`` command, run as a user runs it: each subcommand as a subprocess, on MovingDot."""
+import os
+import re
+import subprocess
+import sys
+
+import gymnasium
+import numpy as np
+import pytest
+from scipy.stats import spearmanr
+
+from drlhp import HumanPreferencesEnvWrapper
+from drlhp.offline import spearman
+
+DRLHP = os.path.join(os.path.dirname(sys.executable), "drlhp")  # the console script setup.py installs
+
+
+def drlhp(*args, cwd, check=True):
+    proc = subprocess.run([DRLHP, *map(str, args)], cwd=cwd, capture_output=True, text=True, timeout=240)
+    if check:
+        assert proc.returncode == 0, proc.stderr
+    return proc
+
+
+def test_collect_train_eval_plot_and_the_wrapper_loads_the_result(tmp_path):
+    out = drlhp("collect", "drlhp/MovingDot-v0", "--synthetic", "--labels", 200, "--segment-length", 10,
+                "--seed", 0, "--log-dir", "prefs", cwd=tmp_path).stdout
+    assert "saved prefs/train.pkl.gz and prefs/val.pkl.gz" in out
+    out = drlhp("show-prefs", "prefs", "--summary", cwd=tmp_path).stdout
+    assert sum(int(n) for n in re.findall(r"(\d+) preferences", out)) >= 200
+
+    out = drlhp("train-reward", "prefs", "--steps", 150, "--ckpt-interval", 50, "--seed", 0, "--log-dir", "reward",
+                cwd=tmp_path).stdout
+    assert re.search(r"step 150: validation accuracy", out), out
+
+    out = drlhp("eval-reward", "reward", "prefs", cwd=tmp_path).stdout
+    accuracy, rho = re.search(r"accuracy ([\d.]+) .*Spearman rho .*: ([\d.-]+)", out).groups()
+    assert float(accuracy) > 0.7 and float(rho) > 0.5, out  # well above chance (0.5, 0)
+
+    png = tmp_path / "run.png"
+    drlhp("plot", "reward", "--prefs-dir", "prefs", "--out", png, cwd=tmp_path)
+    import matplotlib.image
+
+    assert matplotlib.image.imread(str(png)).shape[:2] == (800, 1100)
+
+    # The checkpoint is what the wrappers' pretrained_reward_predictor_dir loads.
+    env = HumanPreferencesEnvWrapper(gymnasium.make("drlhp/MovingDot-v0"), collect_prefs=False, train_reward=False,
+                                     pretrained_reward_predictor_dir=str(tmp_path / "reward" / "reward_predictor_checkpoints"))
+    with env:
+        env.reset(seed=0)
+        _, reward, *_ = env.step(0)
+        assert env.using_reward_from_predictor and np.isfinite(reward)
+
+
+@pytest.mark.parametrize("args, message", [
+    (("collect", "NoSuchEnv-v0", "--synthetic", "--labels", 3), "cannot make env 'NoSuchEnv-v0'"),
+    (("train-reward", "."), "holds no labelled clips"),
+    (("eval-reward", "nowhere", "."), "no checkpoint at nowhere/reward_predictor.ckpt"),
+    (("plot", "."), "reward_training_metrics.csv does not exist"),
+])
+def test_bad_input_gets_a_clear_error_and_exit_code_2(tmp_path, args, message):
+    proc = drlhp(*args, cwd=tmp_path, check=False)
+    assert proc.returncode == 2 and message in proc.stderr, proc.stderr
+
+
+def test_spearman_matches_scipy_with_ties():
+    rng = np.random.default_rng(0)
+    x, y = rng.integers(0, 5, 200).astype(float), rng.normal(size=200)
+    y[:50] = x[:50]
+    assert spearman(x, y) == pytest.approx(spearmanr(x, y).statistic)
+    assert np.isnan(spearman(x, np.ones(200)))

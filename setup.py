@@ -21,7 +21,8 @@ setup(
         "sb3": ["stable-baselines3>=2.3"],
         "examples": ["stable-baselines3>=2.3", "ale-py>=0.9"],
         "plot": ["matplotlib>=3.7"],
+        "tensorboard": ["tensorboard>=2.10"],
         "dev": ["pytest>=7", "pytest-timeout>=2", "scipy>=1.10", "stable-baselines3>=2.3", "opencv-python>=4.8",
-                "matplotlib>=3.7"],
+                "matplotlib>=3.7", "tensorboard>=2.10"],
     },
 )

@@ -80,7 +80,8 @@ def cmd_train_reward(args) -> None:
     row = train_reward(args.prefs_dir, args.log_dir, args.steps, args.epochs, on_step=on_step,
                        batch_size=args.batch_size, lr=args.lr, ckpt_interval=args.ckpt_interval,
                        dropout=args.dropout, batchnorm=args.batchnorm, weight_decay=args.weight_decay,
-                       noise_prob=args.noise_prob, val_fraction=args.val_fraction, seed=args.seed)
+                       noise_prob=args.noise_prob, val_fraction=args.val_fraction, seed=args.seed,
+                       tensorboard_log=args.tensorboard_log)
     bar.close()
     print(f"step {row['training_step']}: validation accuracy {row['val_accuracy']:.3f}, loss {row['val_loss']:.4f}; "
           f"checkpoint in {args.log_dir}/reward_predictor_checkpoints (pretrained_reward_predictor_dir= loads it)")
@@ -143,6 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--val-fraction", type=float, default=0.2,
                    help="used to route journaled labels not yet in a snapshot (default: 0.2)")
     p.add_argument("--seed", type=int, default=None)
+    p.add_argument("--tensorboard-log", help="also write TensorBoard scalars under this directory")
     p.set_defaults(run=cmd_train_reward)
 
     p = sub.add_parser("eval-reward", help="accuracy and loss of a checkpoint on saved preferences")

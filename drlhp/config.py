@@ -19,6 +19,7 @@ import numpy as np
 from drlhp.labellers import Labeller
 from drlhp.reward_predictor import checkpoint_path
 from drlhp.run_dir import can_resume
+from drlhp.tensorboard_log import require_tensorboard
 
 
 @dataclass(frozen=True)
@@ -91,6 +92,10 @@ class PreferenceConfig:
         close_timeout: seconds ``close()`` waits for the trainer to save and exit before
             terminating it.
         log_level: logging level of drlhp's processes.
+        tensorboard_log: write the reward model's scalars (train/val loss and accuracy, labels,
+            pairs/s, the raw reward's mean and std) at each checkpoint to a new run
+            ``<tensorboard_log>/drlhp_reward_<N>``; give SB3 the same ``tensorboard_log`` to see
+            them beside the agent. Needs ``pip install "drlhp[tensorboard]"``.
     """
 
     segment_length: int = 25
@@ -130,6 +135,7 @@ class PreferenceConfig:
     ckpt_poll_interval: float = 1.0
     close_timeout: float = 10.0
     log_level: int = logging.INFO
+    tensorboard_log: Optional[str] = None
 
     def __post_init__(self) -> None:
         _check(self)
@@ -177,6 +183,8 @@ def _check(c: PreferenceConfig) -> None:
         ckpt = checkpoint_path(c.pretrained_reward_predictor_dir)
         need(os.path.isfile(ckpt), f"pretrained_reward_predictor_dir: no checkpoint at {ckpt!r}; point it at "
              "<log_dir>/reward_predictor_checkpoints of a previous run")
+    if c.tensorboard_log is not None:
+        require_tensorboard()
     if c.resume:
         need(c.collect_prefs or c.train_reward, "resume=True continues collecting or training; with neither, "
              "pass pretrained_reward_predictor_dir=<log_dir>/reward_predictor_checkpoints to use its reward network")

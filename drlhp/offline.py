@@ -23,6 +23,7 @@ from drlhp.pref_db import PrefBuffer, clip_format
 from drlhp.processes import SharedStats
 from drlhp.reward_predictor import CHECKPOINT_DIRNAME, NetConfig, RewardPredictor, checkpoint_path
 from drlhp.reward_trainer import RewardTrainer
+from drlhp.tensorboard_log import require_tensorboard
 from drlhp.trainer_process import RewardTrainingLoop, TrainerConfig
 
 
@@ -41,6 +42,8 @@ def train_reward(prefs_dir: str, log_dir: str, steps: Optional[int] = None, epoc
     net = NetConfig(infer_frame_spec(np.zeros(shape[1:], dtype)), settings.pop("dropout", 0.5),
                     settings.pop("batchnorm", False))
     settings.setdefault("n_initial_prefs", 1)
+    if settings.get("tensorboard_log"):
+        require_tensorboard()
     config = TrainerConfig(net=net, segment_length=shape[0], log_dir=log_dir, collect_prefs=False, train_reward=True,
                            prefs_dir=prefs_dir, **settings)
     lock = LogDirLock(log_dir)

@@ -137,6 +137,7 @@ class PreferencePipeline:
             lr=c.reward_predictor_lr, noise_prob=c.noise_prob, weight_decay=c.reward_predictor_weight_decay,
             reward_scale=c.reward_scale, torch_threads=c.trainer_torch_threads, seed=c.seed,
             autosave_prefs=c.autosave_prefs, autosave_interval=c.prefs_autosave_interval, resume=c.resume,
+            tensorboard_log=c.tensorboard_log,
         )
         try:
             self._workers.start("reward_trainer", run_reward_trainer, trainer_config, self._pref_queue,

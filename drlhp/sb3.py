@@ -19,6 +19,7 @@ from typing import Optional
 import numpy as np
 
 try:
+    from stable_baselines3.common.callbacks import BaseCallback
     from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 except ImportError as e:  # an optional dependency: say how to get it
     raise ImportError('drlhp.sb3 needs Stable-Baselines3: pip install "drlhp[sb3]"') from e
@@ -64,3 +65,51 @@ class HumanPreferencesVecEnvWrapper(PipelineFrontEnd, VecEnvWrapper):
     def close(self) -> None:
         """Stop the processes (letting the trainer save unsaved labels), then close the envs. Idempotent."""
         self._close_all(self.venv.close)
+
+
+class HumanPreferencesLogger(BaseCallback):
+    """Adds drlhp's figures to SB3's logger at the end of each rollout: TensorBoard, CSV, stdout alike.
+
+    ``model.learn(..., callback=HumanPreferencesLogger())`` with a ``HumanPreferencesVecEnvWrapper``
+    anywhere in the model's env stack records, under ``drlhp/``: the run's labels, reward-training
+    steps, clips dropped, the database's MiB in memory, whether the predicted reward is in use,
+    and ``reward_correlation``: Pearson's r between the predicted and the true reward of the
+    rollout's steps (how well the agent's reward follows the env's, where the env has one).
+    """
+
+    def __init__(self, verbose: int = 0) -> None:
+        super().__init__(verbose)
+        self._predicted: list[float] = []
+        self._true: list[float] = []
+
+    def _wrapper(self) -> HumanPreferencesVecEnvWrapper:
+        env = self.training_env
+        while not isinstance(env, HumanPreferencesVecEnvWrapper):
+            if not isinstance(env, VecEnvWrapper):
+                raise TypeError("HumanPreferencesLogger needs a drlhp.sb3.HumanPreferencesVecEnvWrapper in the "
+                                "model's env (wrap your VecEnv with it)")
+            env = env.venv
+        return env
+
+    def _on_training_start(self) -> None:
+        self._wrapper()  # fail at once, not at the end of the first rollout
+
+    def _on_step(self) -> bool:
+        for info in self.locals["infos"]:
+            if PREDICTED_REWARD_KEY in info:
+                self._predicted.append(info[PREDICTED_REWARD_KEY])
+                self._true.append(info[TRUE_REWARD_KEY])
+        return True
+
+    def _on_rollout_end(self) -> None:
+        wrapper = self._wrapper()
+        stats = wrapper.stats()
+        self.logger.record("drlhp/labels", stats.get("run_labels", 0))
+        self.logger.record("drlhp/reward_training_steps", stats.get("training_steps", 0))
+        self.logger.record("drlhp/segments_dropped", stats["segments_dropped"])
+        self.logger.record("drlhp/db_mib", stats.get("db_bytes", 0) / 2 ** 20)
+        self.logger.record("drlhp/using_predicted_reward", float(wrapper.using_reward_from_predictor))
+        if len(self._predicted) > 1 and np.std(self._predicted) > 0 and np.std(self._true) > 0:
+            self.logger.record("drlhp/reward_correlation", float(np.corrcoef(self._predicted, self._true)[0, 1]))
+        self._predicted.clear()
+        self._true.clear()

@@ -40,6 +40,7 @@ from drlhp.reward_trainer import RewardTrainer
 from drlhp.run_dir import (METRICS_FILENAME, LogDirHasLabelsError, checkpoint_file, refuse_earlier_labels,
                            set_aside_earlier_logs, trainer_state_file)
 from drlhp.segments import PackedSegment
+from drlhp.tensorboard_log import ScalarLog
 
 log = logging.getLogger("drlhp.trainer")
 
@@ -79,6 +80,7 @@ class TrainerConfig:
     autosave_prefs: bool = True
     autosave_interval: Optional[float] = None  # seconds; None: snapshots only as the journal grows, and at the end
     resume: bool = False
+    tensorboard_log: Optional[str] = None  # a directory for TensorBoard runs (None: none)
 
     @property
     def ckpt_path(self) -> str:
@@ -136,6 +138,7 @@ class RewardTrainingLoop:
         self.max_steps: Optional[int] = None  # offline training (``drlhp train-reward``) stops here
         self.on_step: Optional[Callable[[int], None]] = None  # called after each training step
         self.last_metrics: Optional[dict] = None  # the last row written to the metrics CSV
+        self.scalars = ScalarLog(config.tensorboard_log) if config.tensorboard_log else None
         self._recent = {"loss": [], "accuracy": []}
         self._pairs_trained = 0
         self._rate_clock = time.monotonic()
@@ -225,6 +228,8 @@ class RewardTrainingLoop:
                 self._save_prefs(self.config.log_dir)
                 log.info("saved %d unsaved preferences to %s on close", n_unsaved, self.config.log_dir)
         self._check_receiver()
+        if self.scalars is not None:
+            self.scalars.close()
         if self.step > self._ckpt_step:  # so that a resumed run continues from the last step, not the last checkpoint
             self._checkpoint(log_metrics=False)  # validation would only slow close() down
 
@@ -340,6 +345,14 @@ class RewardTrainingLoop:
         self._pairs_trained, self._rate_clock = 0, now
         append_csv_row(self.metrics_path, METRICS_COLUMNS, row)
         self.last_metrics = row
+        if self.scalars is not None:
+            normaliser = self.trainer.predictor.normaliser
+            self.scalars.add(self.step, {
+                "reward/train_loss": row["train_loss"], "reward/train_accuracy": row["train_accuracy"],
+                "reward/val_loss": val_loss, "reward/val_accuracy": val_acc,
+                "reward/pairs_per_second": row["pairs_per_second"], "reward/labels": self.buffer.n_received,
+                "reward/prefs_in_db": row["n_train_prefs"] + row["n_val_prefs"],
+                "reward/raw_reward_mean": normaliser.mean, "reward/raw_reward_std": normaliser.std})
         log.info("reward step %d: train loss %.4f acc %.3f | val loss %.4f acc %.3f | %d/%d prefs | %.0f pairs/s",
                  row["training_step"], row["train_loss"], row["train_accuracy"], val_loss, val_acc,
                  row["n_train_prefs"], row["n_val_prefs"], row["pairs_per_second"])

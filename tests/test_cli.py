@@ -8,6 +8,7 @@ import gymnasium
 import numpy as np
 import pytest
 from scipy.stats import spearmanr
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from drlhp import HumanPreferencesEnvWrapper
 from drlhp.offline import spearman
@@ -30,8 +31,11 @@ def test_collect_train_eval_plot_and_the_wrapper_loads_the_result(tmp_path):
     assert sum(int(n) for n in re.findall(r"(\d+) preferences", out)) >= 200
 
     out = drlhp("train-reward", "prefs", "--steps", 150, "--ckpt-interval", 50, "--seed", 0, "--log-dir", "reward",
-                cwd=tmp_path).stdout
+                "--tensorboard-log", "tb", cwd=tmp_path).stdout
     assert re.search(r"step 150: validation accuracy", out), out
+    events = EventAccumulator(str(tmp_path / "tb" / "drlhp_reward_1"))
+    events.Reload()
+    assert [e.step for e in events.Scalars("reward/val_accuracy")] == [50, 100, 150]
 
     out = drlhp("eval-reward", "reward", "prefs", cwd=tmp_path).stdout
     accuracy, rho = re.search(r"accuracy ([\d.]+) .*Spearman rho .*: ([\d.-]+)", out).groups()

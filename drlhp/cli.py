@@ -90,7 +90,14 @@ def cmd_train_reward(args) -> None:
 def cmd_eval_reward(args) -> None:
     from drlhp.offline import evaluate_reward
 
-    result = evaluate_reward(args.checkpoint, args.prefs_dir, args.split)
+    bar = _LazyBar(unit="item", desc="pairs, then clips")
+
+    def on_progress(done: int, total: int) -> None:
+        bar.get().total = total
+        bar.get().update(min(done, total) - bar.get().n)
+
+    result = evaluate_reward(args.checkpoint, args.prefs_dir, args.split, on_progress=on_progress)
+    bar.close()
     rho = "n/a (the clips carry no true reward)" if result.spearman != result.spearman else f"{result.spearman:.3f}"
     print(f"{result.n_pairs} {args.split} pairs: accuracy {result.accuracy:.3f} (chance 0.5), loss {result.loss:.4f}; "
           f"Spearman rho of per-frame reward vs true reward: {rho}")
@@ -115,7 +122,8 @@ def build_parser() -> argparse.ArgumentParser:
     stamp = time.strftime("%Y%m%d-%H%M%S")
 
     p = sub.add_parser("collect", help="gather preferences on an env, then save them")
-    p.add_argument("env_id", help="anything gymnasium.make accepts: drlhp/MovingDot-v0, ALE/Pong-v5, my_module:MyEnv-v0")
+    p.add_argument("env_id", help="anything gymnasium.make accepts: drlhp/MovingDot-v0, ALE/Pong-v5, "
+                   "my_module:MyEnv-v0")
     p.add_argument("--synthetic", action="store_true", help="label from the env's reward (default: you label, "
                    "in a window and this terminal)")
     p.add_argument("--labels", type=int, default=500, help="labels to gather (default: 500)")
@@ -131,7 +139,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("train-reward", help="train a reward network on saved preferences (no env needed)")
     p.add_argument("prefs_dir", help="a log_dir holding labels (train.pkl.gz / val.pkl.gz, label journal)")
     length = p.add_mutually_exclusive_group()
-    length.add_argument("--steps", type=int, help="training steps (default: 1000)")
+    length.add_argument("--steps", type=int, default=None, help="training steps (default: 1000)")
     length.add_argument("--epochs", type=float, help="passes over the training pairs")
     p.add_argument("--log-dir", default=f"drlhp_logs/train_reward/{stamp}", help="checkpoints and metrics")
     p.add_argument("--batch-size", type=int, default=16)
@@ -168,7 +176,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Optional[List[str]] = None) -> int:
     args = build_parser().parse_args(argv)
-    if getattr(args, "steps", None) is None and getattr(args, "epochs", None) is None and args.command == "train-reward":
+    if args.command == "train-reward" and args.steps is None and args.epochs is None:
         args.steps = 1000
     try:
         return args.run(args) or 0

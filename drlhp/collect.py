@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import importlib
+import os
+import sys
 from typing import Callable, Optional
 
 import gymnasium
@@ -17,6 +19,8 @@ def make_env(env_id: str) -> gymnasium.Env:
 
     ``module:EnvName-v0`` imports ``module`` first, so an env your own module registers works too.
     """
+    if ":" in env_id and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())  # as `python -m` would: find the user's module where they run the command
     if env_id.startswith("ALE/"):
         try:
             import ale_py
@@ -52,7 +56,8 @@ def collect(env_id: str, log_dir: str, n_labels: int, policy: Optional[str] = No
     env = make_env(env_id)
     act = load_policy(policy, algo) if policy else None
     seed = settings.get("seed")
-    with HumanPreferencesEnvWrapper(env, collect_prefs=True, train_reward=False, log_dir=log_dir, **settings) as wrapped:
+    wrapped = HumanPreferencesEnvWrapper(env, collect_prefs=True, train_reward=False, log_dir=log_dir, **settings)
+    with wrapped:
         env.action_space.seed(seed)
         obs, _ = wrapped.reset(seed=seed)
         seen = -1

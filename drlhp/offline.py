@@ -73,8 +73,12 @@ class RewardEvaluation:
     spearman: float  # per-frame predicted vs true reward; NaN when the clips carry no true reward
 
 
-def evaluate_reward(checkpoint: str, prefs_dir: str, split: str = "val", batch_size: int = 16) -> RewardEvaluation:
-    """How well the checkpoint's network agrees with the labels (and true rewards) of ``prefs_dir``."""
+def evaluate_reward(checkpoint: str, prefs_dir: str, split: str = "val", batch_size: int = 16,
+                    on_progress: Optional[Callable[[int, int], None]] = None) -> RewardEvaluation:
+    """How well the checkpoint's network agrees with the labels (and true rewards) of ``prefs_dir``.
+
+    ``on_progress(done, total)`` counts pairs evaluated, then clips scored.
+    """
     if os.path.isdir(os.path.join(checkpoint, CHECKPOINT_DIRNAME)):  # a log_dir
         checkpoint = os.path.join(checkpoint, CHECKPOINT_DIRNAME)
     path = checkpoint_path(checkpoint)
@@ -92,17 +96,23 @@ def evaluate_reward(checkpoint: str, prefs_dir: str, split: str = "val", batch_s
     if n_pairs == 0:
         raise ValueError(f"{prefs_dir!r} has no {split} pairs")
 
+    clips = [seg for db in dbs for seg in db.segments.values()]
+    total, report = n_pairs + len(clips), on_progress or (lambda done, total: None)
+
     def batches():
+        done = 0
         for db in dbs:
             for i in range(0, len(db), batch_size):
                 yield db.batch(np.arange(i, min(i + batch_size, len(db))))
+                done += min(batch_size, len(db) - i)
+                report(done, total)
 
     loss, accuracy = RewardTrainer(predictor).evaluate(batches())
     predicted, true = [], []
-    for db in dbs:
-        for seg in db.segments.values():
-            predicted.append(predictor.raw_rewards(seg.frames))
-            true.append(seg.rewards)
+    for k, seg in enumerate(clips):
+        predicted.append(predictor.raw_rewards(seg.frames))
+        true.append(seg.rewards)
+        report(n_pairs + k + 1, total)
     return RewardEvaluation(n_pairs, loss, accuracy, spearman(np.concatenate(predicted), np.concatenate(true)))
 
 

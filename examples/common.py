@@ -18,7 +18,7 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import VecEnv
 
-from drlhp.sb3 import HumanPreferencesVecEnvWrapper
+from drlhp.sb3 import HumanPreferencesLogger, HumanPreferencesVecEnvWrapper
 
 
 @dataclass
@@ -35,6 +35,8 @@ class Args:
     log_every: int = field(default=2_000, metadata={"help": "print progress every this many agent steps"})
     human: bool = field(default=False, metadata={"help": "label the clips yourself (window + terminal) instead of synthetically"})
     true_reward: bool = field(default=False, metadata={"help": "baseline: train on the env's own reward, without drlhp"})
+    tensorboard_log: str = field(default="", metadata={
+        "help": "TensorBoard directory for the agent's and the reward model's curves (needs drlhp[tensorboard])"})
 
 
 def parse_args(description: str, **defaults) -> Args:
@@ -71,6 +73,7 @@ def train_from_preferences(venv: VecEnv, args: Args, make_agent: Callable[[VecEn
         n_initial_training_steps=args.n_initial_training_steps,
         log_dir=args.log_dir,
         resume=args.resume,
+        tensorboard_log=args.tensorboard_log or None,
         seed=args.seed,
     )
     print(f"drlhp run in {args.log_dir}{' (resumed)' if args.resume else ''}", flush=True)
@@ -80,7 +83,9 @@ def train_from_preferences(venv: VecEnv, args: Args, make_agent: Callable[[VecEn
         print(f"reward predictor ready after {stats['training_steps']} training steps on {stats['run_labels']} "
               f"labels; random policy's true return: {one_decimal(random_return)}", flush=True)
         logger = TrueReturnLogger(wrapped, args.log_every)
-        make_agent(wrapped, args.seed).learn(args.total_timesteps, callback=logger)
+        agent = make_agent(wrapped, args.seed)
+        agent.tensorboard_log = args.tensorboard_log or None  # drlhp's figures join the agent's run there
+        agent.learn(args.total_timesteps, callback=[logger, HumanPreferencesLogger()])
         result = f"{np.mean(logger.returns):.1f}" if logger.returns else "n/a (no episode finished)"
         print(f"done: mean true return of the last {len(logger.returns)} episodes {result} "
               f"(random policy: {one_decimal(random_return)}); {wrapped.stats()['run_labels']} labels in all; "

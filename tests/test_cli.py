@@ -48,8 +48,9 @@ def test_collect_train_eval_plot_and_the_wrapper_loads_the_result(tmp_path):
     assert matplotlib.image.imread(str(png)).shape[:2] == (800, 1100)
 
     # The checkpoint is what the wrappers' pretrained_reward_predictor_dir loads.
+    checkpoints = tmp_path / "reward" / "reward_predictor_checkpoints"
     env = HumanPreferencesEnvWrapper(gymnasium.make("drlhp/MovingDot-v0"), collect_prefs=False, train_reward=False,
-                                     pretrained_reward_predictor_dir=str(tmp_path / "reward" / "reward_predictor_checkpoints"))
+                                     pretrained_reward_predictor_dir=str(checkpoints))
     with env:
         env.reset(seed=0)
         _, reward, *_ = env.step(0)
@@ -73,3 +74,19 @@ def test_spearman_matches_scipy_with_ties():
     y[:50] = x[:50]
     assert spearman(x, y) == pytest.approx(spearmanr(x, y).statistic)
     assert np.isnan(spearman(x, np.ones(200)))
+
+
+def test_collect_with_a_saved_sb3_policy_on_an_env_from_the_users_own_module(tmp_path):
+    (tmp_path / "my_envs.py").write_text(
+        "import gymnasium\nfrom drlhp.envs.moving_dot import MovingDotEnv\n"
+        "gymnasium.register('MyDot-v0', entry_point=MovingDotEnv)\n")
+    from stable_baselines3 import PPO
+
+    PPO("MlpPolicy", gymnasium.make("drlhp/MovingDot-v0"), n_steps=64, batch_size=64, seed=0).learn(64).save(
+        str(tmp_path / "agent.zip"))
+    out = drlhp("collect", "my_envs:MyDot-v0", "--synthetic", "--labels", 20, "--segment-length", 5,
+                "--policy", "agent.zip", "--log-dir", "prefs", cwd=tmp_path).stdout
+    assert "saved prefs/train.pkl.gz" in out
+    proc = drlhp("collect", "my_envs:MyDot-v0", "--synthetic", "--labels", 5, "--policy", "agent.zip",
+                 "--algo", "nope", "--log-dir", "other", cwd=tmp_path, check=False)
+    assert proc.returncode == 2 and "--algo must be one of" in proc.stderr

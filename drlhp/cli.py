@@ -60,11 +60,13 @@ def cmd_collect(args) -> None:
     def on_label(n: int) -> None:
         bar.get().update(min(n, args.labels) - bar.get().n)
 
-    paths = collect(args.env_id, args.log_dir, args.labels, args.policy, args.algo, on_label=on_label,
+    # A person answers in this terminal: the questions count the pairs, a bar would overwrite them.
+    paths = collect(args.env_id, args.log_dir, args.labels, args.policy, args.algo,
+                    on_label=on_label if args.synthetic else None,
                     synthetic_preferences=args.synthetic, segment_length=args.segment_length, seed=args.seed,
                     resume=args.resume, log_level=logging.WARNING)
     bar.close()
-    print(f"saved {' and '.join(paths)}")
+    print(f"{'' if args.synthetic else chr(10)}saved {' and '.join(paths)}")  # after an unanswered question
 
 
 def cmd_train_reward(args) -> None:

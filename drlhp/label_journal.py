@@ -5,8 +5,8 @@ clip ids, the label, the time and who answered, plus each clip the first time a
 journal file uses it -- in one write, then ``fsync``s, before it asks about the
 next pair. A power cut loses at most the answer being typed; a killed process
 loses nothing it acknowledged. (An fsync costs ~0.2 ms on this project's
-machines: far below a person's answer, and well above a synthetic label rate of
-thousands per second.)
+machines: nothing beside a person's answer, and room for ~5,000 synthetic labels
+a second.)
 
 ``train.pkl.gz`` / ``val.pkl.gz`` stay the compact snapshot. Each records how many
 of the run's labels it covers; ``PrefBuffer.load`` replays the journal's later

@@ -40,6 +40,7 @@ observations, info formats) into ``step()`` calls on this class.
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import multiprocessing
 import os
@@ -155,7 +156,8 @@ class PreferencePipeline:
             # so a busy log_dir or a bad file fails here, with its own message.
             ready = self._await_reply("ready", timeout=120.0)
         except BaseException:
-            self.close()
+            with contextlib.suppress(WorkerError):  # the error being raised says what went wrong
+                self.close()
             raise
         if c.resume:
             log.info("resumed the run in %s: %d labels (%d training, %d validation), reward network at step %d",
@@ -297,6 +299,11 @@ class PreferencePipeline:
             return
         self._closed = True
         workers = self._workers
+        unreported: Optional[WorkerError] = None
+        try:
+            workers.check()  # a worker that died since the last step(): report it here, once
+        except WorkerError as e:
+            unreported = e
         # Interface first, so every label it made is in the trainer's queue before the trainer stops.
         self._interface_stop.set()
         workers.stop("pref_interface", timeout=5.0)
@@ -313,6 +320,8 @@ class PreferencePipeline:
             q.close()
         if self._channel is not None:
             self._channel.close()
+        if unreported is not None:
+            raise unreported
         if error:
             raise WorkerError(error)
 

@@ -132,7 +132,8 @@ class Workers:
                         "child re-imports your script: put the code that creates the wrapper under "
                         "`if __name__ == \"__main__\":` (see the worker's traceback above in stderr).")
             else:
-                hint = "(out of memory? killed by hand?). Its preferences since the last save may be lost."
+                hint = ("(out of memory? killed by hand?). The labels made so far are in log_dir's label journal "
+                        "(unless autosave_prefs=False): start again with resume=True to go on from them.")
             return WorkerError(f"drlhp's {name} process {how} without reporting an error {hint}")
 
     def stop(self, name: str, timeout: float) -> None:

@@ -156,3 +156,14 @@ def test_a_script_without_a_main_guard_is_told_how_to_fix_it(tmp_path):
     proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
     assert proc.returncode != 0
     assert 'WorkerError' in proc.stderr and 'if __name__ == "__main__":' in proc.stderr
+
+
+def test_a_worker_that_died_since_the_last_step_is_reported_by_close(tmp_path):
+    env = HumanPreferencesEnvWrapper(FakePixelEnv(), log_dir=str(tmp_path), **FAST)
+    step_until(env, lambda: env.stats()["prefs_received"] >= 3)
+    victim = env.pipeline.processes["pref_interface"]
+    os.kill(victim.pid, signal.SIGKILL)
+    victim.join(10)
+    with pytest.raises(WorkerError, match="pref_interface process was killed by signal SIGKILL.*resume=True"):
+        env.close()
+    env.close()  # reported once; closing again is a no-op

@@ -86,7 +86,7 @@ def evaluate_reward(checkpoint: str, prefs_dir: str, split: str = "val", batch_s
         raise FileNotFoundError(f"no checkpoint at {path}: pass a reward_predictor.ckpt, the directory holding it, "
                                 "or the log_dir of a run that trained one")
     predictor = RewardPredictor.load(path)
-    buffer = PrefBuffer.load(prefs_dir, max_prefs=2 ** 40, val_fraction=0.2)  # nothing evicted
+    buffer = PrefBuffer.load_all(prefs_dir)
     dbs = {"train": [buffer.train_db], "val": [buffer.val_db], "all": [buffer.train_db, buffer.val_db]}[split]
     shape, _ = clip_format(prefs_dir)
     if tuple(shape[1:]) != tuple(predictor.config.frame_spec.shape):

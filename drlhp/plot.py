@@ -70,7 +70,7 @@ def _plot_returns(ax, log_dir: str, prefs_dir: str) -> None:
         ax.text(0.5, 0.5, "needs a checkpoint and labelled clips", ha="center", transform=ax.transAxes)
         return
     predictor = RewardPredictor.load(ckpt)
-    buffer = PrefBuffer.load(prefs_dir, max_prefs=2 ** 40, val_fraction=0.2)
+    buffer = PrefBuffer.load_all(prefs_dir)
     clips = {**buffer.train_db.segments, **buffer.val_db.segments}
     recent = [clips[i] for i in sorted(clips)[-RECENT_CLIPS:]]
     true = np.array([c.true_return for c in recent])

@@ -248,6 +248,11 @@ class PrefBuffer:
                 buffer.add(rec.a, rec.b, rec.label, rec.seq)
         return buffer
 
+    @classmethod
+    def load_all(cls, directory: str) -> "PrefBuffer":
+        """Every label in ``directory``, none evicted: for reading a database, not for training on it."""
+        return cls.load(directory, max_prefs=2 ** 40, val_fraction=0.2)
+
 
 def clip_format(directory: str) -> Tuple[Tuple[int, ...], np.dtype]:
     """Shape ``(length, *frame_shape)`` and dtype of the clips labelled in ``directory``, read cheaply."""

@@ -30,7 +30,7 @@ def load(path: str) -> List[Tuple[str, PrefDB]]:
     that crashed, shows every label it journaled.
     """
     if os.path.isdir(path):
-        buffer = PrefBuffer.load(path, max_prefs=2 ** 40, val_fraction=0.2)  # nothing evicted
+        buffer = PrefBuffer.load_all(path)
         return [(TRAIN_FILE, buffer.train_db), (VAL_FILE, buffer.val_db)]
     return [(os.path.basename(path), PrefDB.load(path))]
 

@@ -56,7 +56,7 @@ from drlhp.frames import FrameSpec
 from drlhp.log_dir_lock import LogDirInUseError
 from drlhp.messages import SavePrefs
 from drlhp.pref_interface import InterfaceConfig, run_pref_interface
-from drlhp.processes import SharedStats, WorkerError, Workers
+from drlhp.processes import SharedStats, StopFlag, WorkerError, Workers
 from drlhp.reward_predictor import (CHECKPOINT_DIRNAME, CHECKPOINT_FILENAME, NetConfig, RewardPredictor,
                                     checkpoint_path)
 from drlhp.run_dir import HUMAN_LABELS_FILENAME
@@ -127,7 +127,7 @@ class PreferencePipeline:
         self._closed = False
         self._pref_queue = ctx.Queue(64)
         self._run_start, self._commands, self._replies = ctx.Queue(1), ctx.Queue(), ctx.Queue()
-        self._interface_stop, self._trainer_stop = ctx.Event(), ctx.Event()
+        self._interface_stop, self._trainer_stop = StopFlag(ctx), StopFlag(ctx)
         trainer_config = TrainerConfig(
             net=NetConfig(frame_spec, c.reward_predictor_dropout, c.reward_predictor_batchnorm),
             segment_length=c.segment_length, log_dir=c.log_dir, collect_prefs=c.collect_prefs,

@@ -31,6 +31,33 @@ class WorkerError(RuntimeError):
     """A drlhp background process failed; the message carries its traceback."""
 
 
+class StopFlag:
+    """A stop signal shared between processes, like ``multiprocessing.Event`` but without a lock.
+
+    An Event takes a lock inside ``is_set()``; a worker SIGKILLed while holding it would make
+    the main process's ``set()`` in ``close()`` wait forever. One shared byte cannot be left locked.
+    """
+
+    POLL_S = 0.05
+
+    def __init__(self, ctx) -> None:
+        self._flag = ctx.RawValue("b", 0)
+
+    def set(self) -> None:
+        self._flag.value = 1
+
+    def is_set(self) -> bool:
+        return bool(self._flag.value)
+
+    def wait(self, timeout: Optional[float] = None) -> bool:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not self.is_set():
+            if deadline is not None and time.monotonic() >= deadline:
+                return False
+            time.sleep(self.POLL_S)
+        return True
+
+
 class SharedStats:
     """Counters the processes update and the main process reads without locking."""
 

@@ -167,3 +167,31 @@ def test_a_worker_that_died_since_the_last_step_is_reported_by_close(tmp_path):
     with pytest.raises(WorkerError, match="pref_interface process was killed by signal SIGKILL.*resume=True"):
         env.close()
     env.close()  # reported once; closing again is a no-op
+
+
+
+def _poll_forever(flag, polling) -> None:
+    polling.set()
+    while not flag.is_set():
+        pass
+
+
+def test_a_stop_flag_can_be_set_after_a_process_polling_it_was_sigkilled():
+    # A multiprocessing.Event fails this: the killed poller usually dies inside is_set() holding
+    # the Event's lock, and set() (what close() calls) then waits forever.
+    import multiprocessing
+    import threading
+    from drlhp.processes import StopFlag
+
+    ctx = multiprocessing.get_context("spawn")
+    for _ in range(3):
+        flag, polling = StopFlag(ctx), StopFlag(ctx)
+        poller = ctx.Process(target=_poll_forever, args=(flag, polling), daemon=True)
+        poller.start()
+        assert polling.wait(timeout=60)
+        os.kill(poller.pid, signal.SIGKILL)
+        poller.join(10)
+        setter = threading.Thread(target=flag.set, daemon=True)
+        setter.start()
+        setter.join(5)
+        assert not setter.is_alive() and flag.wait(timeout=0)

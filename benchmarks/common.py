@@ -9,7 +9,7 @@ import torch
 
 import drlhp  # noqa: F401  (registers drlhp/MovingDot-v0)
 from drlhp.frames import infer_frame_spec
-from drlhp.reward_predictor import NetConfig, RewardPredictor
+from drlhp.reward_predictor import DEFAULT_ENSEMBLE_SIZE, NetConfig, RewardPredictor
 
 
 def make_env(name: str) -> gymnasium.Env:
@@ -44,7 +44,7 @@ def untrained_checkpoint(env, directory: str) -> str:
     vector env); its forward cost is what we measure."""
     spec = infer_frame_spec(getattr(env, "single_observation_space", env.observation_space).sample())
     path = os.path.join(directory, "reward_predictor.ckpt")
-    RewardPredictor(NetConfig(spec)).save(path)
+    RewardPredictor(NetConfig(spec, n_members=DEFAULT_ENSEMBLE_SIZE)).save(path)
     return directory
 
 

@@ -34,7 +34,8 @@ def measure(name: str, seconds: float) -> None:
     one_thread()
     rng = np.random.default_rng(0)
     with tempfile.TemporaryDirectory() as tmp:
-        env = HumanPreferencesEnvWrapper(make_env(name), log_dir=tmp, max_prefs_in_db=MAX_PREFS, log_level=30)
+        env = HumanPreferencesEnvWrapper(make_env(name), log_dir=tmp, max_prefs_in_db=MAX_PREFS, label_budget=None,
+                                         log_level=30)
         trainer = env.pipeline.processes["reward_trainer"].pid
         baseline = rss_mib(trainer)
         print(f"{name}: trainer RSS before any label {baseline:.0f} MiB")

@@ -10,6 +10,7 @@ import gymnasium
 
 from drlhp.config import PreferenceConfig
 from drlhp.frontend import PREDICTED_REWARD_KEY, TRUE_REWARD_KEY
+from drlhp.labellers import SyntheticTeacher
 from drlhp.log_dir_lock import LogDirInUseError
 from drlhp.pipeline import PreferencePipeline
 from drlhp.processes import WorkerError
@@ -26,6 +27,6 @@ if "drlhp/MovingDot-v0" not in gymnasium.registry:
 
 __all__ = [
     "HumanPreferencesEnvWrapper", "HumanPreferencesVectorWrapper", "PreferenceConfig", "PreferencePipeline",
-    "RewardPredictor", "PrefDB", "PrefBuffer", "PrefDBFormatError",
+    "RewardPredictor", "SyntheticTeacher", "PrefDB", "PrefBuffer", "PrefDBFormatError",
     "WorkerError", "LogDirInUseError", "LogDirHasLabelsError", "TRUE_REWARD_KEY", "PREDICTED_REWARD_KEY",
 ]

@@ -56,6 +56,8 @@ def collect(env_id: str, log_dir: str, n_labels: int, policy: Optional[str] = No
     env = make_env(env_id)
     act = load_policy(policy, algo) if policy else None
     seed = settings.get("seed")
+    # Collecting a database: labels as fast as they come (n_labels is where it stops), unless told otherwise.
+    settings.setdefault("label_budget", None)
     wrapped = HumanPreferencesEnvWrapper(env, collect_prefs=True, train_reward=False, log_dir=log_dir, **settings)
     with wrapped:
         env.action_space.seed(seed)

@@ -16,8 +16,10 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-from drlhp.labellers import Labeller
-from drlhp.reward_predictor import checkpoint_path
+from drlhp.label_schedule import LabelSchedule
+from drlhp.labellers import Labeller, SyntheticTeacher
+from drlhp.pair_selection import SELECTIONS
+from drlhp.reward_predictor import DEFAULT_ENSEMBLE_SIZE, checkpoint_path
 from drlhp.run_dir import can_resume
 from drlhp.tensorboard_log import require_tensorboard
 
@@ -49,7 +51,24 @@ class PreferenceConfig:
         obs_transform_func: maps one env's observation to the frame stored and rewarded
             (e.g. ``lambda obs: obs["pixels"]``); called in this process only. Vector
             front-ends call it on each sub-env's observation, never on the batch.
-        n_initial_prefs: labels in the training set before reward training starts.
+        n_initial_prefs: labels before reward training starts: the initial batch, asked as
+            soon as there are clips (part of ``label_budget``).
+        label_budget: labels the run may ask for in all, a skipped pair included (None: no
+            limit, and synthetic labels come ``synthetic_prefs_per_segment`` per clip).
+            A synthetic run keeps to the same budget and schedule as a person would.
+        label_schedule: how the rate of asking falls after the initial batch:
+            ``"hyperbolic"`` (rate ∝ T0 / (T + T0) after T env steps, as in the paper),
+            ``"inverse_quadratic"`` or ``"constant"``. ``stats()`` reports ``labels_asked``,
+            ``labels_sent`` (answered) and ``labels_remaining``.
+        label_schedule_steps: env steps (all envs together) by which the budget is spent;
+            set it to your agent's ``total_timesteps``.
+        label_schedule_t0: the schedule's T0 in env steps (None: ``label_schedule_steps``).
+        pair_selection: ``"disagreement"``: of ``n_candidate_pairs`` random pairs of recent
+            clips, ask about the one the reward ensemble's members disagree on most (needs
+            ``ensemble_size`` >= 2; random until the first checkpoint); ``"random"``: a random pair.
+        n_candidate_pairs: candidate pairs per question for ``pair_selection="disagreement"``.
+        synthetic_teacher: how synthetic labels are given (``drlhp.SyntheticTeacher``:
+            rationality, myopia, mistakes, skipping, ties); the default is always right.
         n_initial_training_steps: reward-training steps before the predicted reward is returned.
         max_prefs_in_db: labels kept for training + validation; oldest evicted first.
         val_fraction: share of labels held out for validation (0.2: every fifth).
@@ -58,7 +77,13 @@ class PreferenceConfig:
         reward_predictor_batch_size: labelled pairs per training step.
         reward_predictor_dropout: dropout probability after every hidden layer.
         reward_predictor_batchnorm: add batch normalisation after every hidden layer.
-        reward_predictor_weight_decay: L2 penalty (Adam weight decay).
+        reward_predictor_weight_decay: L2 penalty (Adam weight decay); with ``adaptive_l2``,
+            its starting value.
+        adaptive_l2: adjust the L2 penalty at each checkpoint so the validation loss stays
+            1.1-1.5 times the training loss (the paper's rule against overfitting few labels).
+        ensemble_size: reward networks trained side by side, each on its own bootstrap resample
+            of the labels (the paper: 3); the reward is the mean of their normalised rewards, and
+            their disagreement picks the pairs to ask about. 1: a single network.
         noise_prob: assumed probability that a label is a uniformly random answer
             (Christiano et al. use 0.1); 0 is the plain Bradley-Terry model.
         reward_scale: standard deviation of the returned predicted reward (mean 0).
@@ -108,6 +133,13 @@ class PreferenceConfig:
     pretrained_reward_predictor_dir: Optional[str] = None
     obs_transform_func: Optional[Callable[[Any], np.ndarray]] = None
     n_initial_prefs: int = 40
+    label_budget: Optional[int] = 1000
+    label_schedule: str = "hyperbolic"
+    label_schedule_steps: int = 1_000_000
+    label_schedule_t0: Optional[int] = None
+    pair_selection: str = "disagreement"
+    n_candidate_pairs: int = 64
+    synthetic_teacher: SyntheticTeacher = SyntheticTeacher()
     n_initial_training_steps: int = 50
     max_prefs_in_db: int = 3000
     val_fraction: float = 0.2
@@ -116,7 +148,9 @@ class PreferenceConfig:
     reward_predictor_batch_size: int = 16
     reward_predictor_dropout: float = 0.5
     reward_predictor_batchnorm: bool = False
-    reward_predictor_weight_decay: float = 0.0
+    reward_predictor_weight_decay: float = 1e-4
+    adaptive_l2: bool = True
+    ensemble_size: int = DEFAULT_ENSEMBLE_SIZE
     noise_prob: float = 0.0
     reward_scale: float = 0.05
     labeller: Optional[Labeller] = None
@@ -139,6 +173,11 @@ class PreferenceConfig:
 
     def __post_init__(self) -> None:
         _check(self)
+
+    @property
+    def schedule(self) -> LabelSchedule:
+        return LabelSchedule(self.label_budget, self.n_initial_prefs, self.label_schedule, self.label_schedule_steps,
+                             self.label_schedule_t0)
 
     @property
     def human_labelling(self) -> bool:
@@ -168,8 +207,15 @@ def _check(c: PreferenceConfig) -> None:
     need(c.reward_scale > 0, f"reward_scale must be > 0, got {c.reward_scale}")
     for name in ("n_initial_prefs", "n_initial_training_steps"):
         need(getattr(c, name) >= 0, f"{name} must be >= 0, got {getattr(c, name)}")
-    for name in ("max_prefs_in_db", "reward_predictor_ckpt_interval", "reward_predictor_batch_size"):
+    for name in ("max_prefs_in_db", "reward_predictor_ckpt_interval", "reward_predictor_batch_size", "ensemble_size"):
         need(getattr(c, name) >= 1, f"{name} must be >= 1, got {getattr(c, name)}")
+    need(c.label_budget is None or c.label_budget >= 1, f"label_budget must be >= 1 (or None), got {c.label_budget}")
+    c.schedule  # checks the schedule's settings
+    need(c.pair_selection in SELECTIONS, f"pair_selection must be one of {SELECTIONS}, got {c.pair_selection!r}")
+    need(c.n_candidate_pairs >= 1, f"n_candidate_pairs must be >= 1, got {c.n_candidate_pairs}")
+    need(c.reward_predictor_weight_decay >= 0, "reward_predictor_weight_decay must be >= 0")
+    need(not c.adaptive_l2 or c.reward_predictor_weight_decay > 0, "adaptive_l2 scales reward_predictor_weight_decay "
+         "up and down, so it must start above 0 (e.g. 1e-4), or pass adaptive_l2=False")
     need(c.segment_queue_size is None or c.segment_queue_size >= 1,
          f"segment_queue_size must be >= 1 (or None), got {c.segment_queue_size}")
     need(c.max_segs >= 2, f"max_segs must be >= 2 (a pair needs two segments), got {c.max_segs}")

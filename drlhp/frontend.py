@@ -67,6 +67,10 @@ class PipelineFrontEnd:
         """Return the predicted reward from now on; needs a checkpoint to exist."""
         self.pipeline.switch_to_predicted_reward()
 
+    def wait_for_reward_predictor(self, timeout: Optional[float] = None) -> None:
+        """Block until the predicted reward is returned; see ``PreferencePipeline.wait_for_reward_predictor``."""
+        self.pipeline.wait_for_reward_predictor(timeout)
+
     def save_prefs(self, timeout: float = 120.0) -> list[str]:
         """Write ``train.pkl.gz`` and ``val.pkl.gz`` into ``log_dir`` (atomically); returns their paths."""
         return self.pipeline.save_prefs(timeout)

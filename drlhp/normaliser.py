@@ -1,32 +1,52 @@
 """Scaling predicted rewards to zero mean and a fixed standard deviation."""
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
+from typing import Tuple, Union
 
 import numpy as np
 
 
 @dataclass(frozen=True)
 class RewardNormaliser:
-    """``(raw - mean) / std * scale``; ``fit`` computes mean and std, applying never changes them.
+    """Each ensemble member's ``(raw - mean) / std``, averaged over members, times ``scale``.
 
-    The statistics are fitted by the training process on recent frames and saved
+    ``fit`` computes each member's mean and std; applying never changes them. The
+    statistics are fitted by the training process on recent frames and saved
     inside each checkpoint, so the env process applies exactly what the trainer
-    measured (the env process never updates them itself).
+    measured. Averaging *normalised* rewards (as the paper does) keeps a member
+    whose raw outputs happen to be large from outvoting the others.
     """
 
-    mean: float = 0.0
-    std: float = 1.0
+    mean: Union[float, Tuple[float, ...]] = 0.0
+    std: Union[float, Tuple[float, ...]] = 1.0
     scale: float = 0.05
 
-    @classmethod
-    def fit(cls, raw_rewards: np.ndarray, scale: float) -> "RewardNormaliser":
-        raw = np.asarray(raw_rewards, dtype=np.float64)
-        std = float(raw.std()) if raw.size > 1 else 1.0
-        return cls(float(raw.mean()) if raw.size else 0.0, std if std > 1e-8 else 1.0, scale)
+    def __post_init__(self) -> None:
+        # One member's statistics may be given as plain floats (and were, in v1 checkpoints).
+        object.__setattr__(self, "mean", tuple(float(v) for v in np.atleast_1d(self.mean)))
+        object.__setattr__(self, "std", tuple(float(v) for v in np.atleast_1d(self.std)))
+        weights = (self.scale / np.array(self.std)) / len(self.std)  # per-member factors, computed once
+        object.__setattr__(self, "_weights", weights)
+        object.__setattr__(self, "_offset", float(np.dot(weights, self.mean)))
 
-    def __call__(self, raw: np.ndarray | float) -> np.ndarray | float:
-        return (raw - self.mean) / self.std * self.scale
+    @classmethod
+    def fit(cls, member_rewards: np.ndarray, scale: float) -> "RewardNormaliser":
+        """Statistics of ``member_rewards`` ``(N, M)`` (or ``(N,)`` for one member)."""
+        raw = np.asarray(member_rewards, dtype=np.float64)
+        raw = raw.reshape(len(raw), -1)
+        std = raw.std(axis=0) if len(raw) > 1 else np.ones(raw.shape[1])
+        mean = raw.mean(axis=0) if len(raw) else np.zeros(raw.shape[1])
+        return cls(tuple(mean), tuple(np.where(std > 1e-8, std, 1.0)), scale)
+
+    @property
+    def member_weights(self) -> np.ndarray:
+        """What each member's raw reward is multiplied by in the normalised reward ``(M,)``."""
+        return self._weights
+
+    def __call__(self, member_rewards: np.ndarray) -> np.ndarray:
+        """``(N, M)`` raw member rewards -> ``(N,)`` normalised rewards (a scalar for ``(M,)``)."""
+        return np.asarray(member_rewards, dtype=np.float64) @ self._weights - self._offset
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        return {"mean": list(self.mean), "std": list(self.std), "scale": self.scale}

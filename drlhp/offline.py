@@ -21,7 +21,7 @@ from drlhp.frames import infer_frame_spec
 from drlhp.log_dir_lock import LogDirLock
 from drlhp.pref_db import PrefBuffer, clip_format
 from drlhp.processes import SharedStats
-from drlhp.reward_predictor import CHECKPOINT_DIRNAME, NetConfig, RewardPredictor, checkpoint_path
+from drlhp.reward_predictor import CHECKPOINT_DIRNAME, DEFAULT_ENSEMBLE_SIZE, NetConfig, RewardPredictor, checkpoint_path
 from drlhp.reward_trainer import RewardTrainer
 from drlhp.tensorboard_log import require_tensorboard
 from drlhp.trainer_process import RewardTrainingLoop, TrainerConfig
@@ -40,7 +40,7 @@ def train_reward(prefs_dir: str, log_dir: str, steps: Optional[int] = None, epoc
         raise ValueError("give either steps or epochs")
     shape, dtype = clip_format(prefs_dir)
     net = NetConfig(infer_frame_spec(np.zeros(shape[1:], dtype)), settings.pop("dropout", 0.5),
-                    settings.pop("batchnorm", False))
+                    settings.pop("batchnorm", False), n_members=settings.pop("ensemble_size", DEFAULT_ENSEMBLE_SIZE))
     settings.setdefault("n_initial_prefs", 1)
     if settings.get("tensorboard_log"):
         require_tensorboard()
@@ -110,7 +110,7 @@ def evaluate_reward(checkpoint: str, prefs_dir: str, split: str = "val", batch_s
     loss, accuracy = RewardTrainer(predictor).evaluate(batches())
     predicted, true = [], []
     for k, seg in enumerate(clips):
-        predicted.append(predictor.raw_rewards(seg.frames))
+        predicted.append(predictor.normalised_rewards(seg.frames))
         true.append(seg.rewards)
         report(n_pairs + k + 1, total)
     return RewardEvaluation(n_pairs, loss, accuracy, spearman(np.concatenate(predicted), np.concatenate(true)))

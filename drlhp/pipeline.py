@@ -129,13 +129,14 @@ class PreferencePipeline:
         self._run_start, self._commands, self._replies = ctx.Queue(1), ctx.Queue(), ctx.Queue()
         self._interface_stop, self._trainer_stop = StopFlag(ctx), StopFlag(ctx)
         trainer_config = TrainerConfig(
-            net=NetConfig(frame_spec, c.reward_predictor_dropout, c.reward_predictor_batchnorm),
+            net=NetConfig(frame_spec, c.reward_predictor_dropout, c.reward_predictor_batchnorm, n_members=c.ensemble_size),
             segment_length=c.segment_length, log_dir=c.log_dir, collect_prefs=c.collect_prefs,
             train_reward=c.train_reward, prefs_dir=c.prefs_dir,
             pretrained_ckpt=pretrained_ckpt, max_prefs_in_db=c.max_prefs_in_db, val_fraction=c.val_fraction,
             n_initial_prefs=c.n_initial_prefs, n_initial_training_steps=c.n_initial_training_steps,
             ckpt_interval=c.reward_predictor_ckpt_interval, batch_size=c.reward_predictor_batch_size,
             lr=c.reward_predictor_lr, noise_prob=c.noise_prob, weight_decay=c.reward_predictor_weight_decay,
+            adaptive_l2=c.adaptive_l2,
             reward_scale=c.reward_scale, torch_threads=c.trainer_torch_threads, seed=c.seed,
             autosave_prefs=c.autosave_prefs, autosave_interval=c.prefs_autosave_interval, resume=c.resume,
             tensorboard_log=c.tensorboard_log,
@@ -147,8 +148,12 @@ class PreferencePipeline:
             if c.collect_prefs:
                 n_slots = c.segment_queue_size or max(8, 2 * self.n_envs)
                 self._channel = SegmentChannel(ctx, frame_spec, c.segment_length, n_slots)
+                selects = c.pair_selection == "disagreement" and c.ensemble_size > 1
                 interface_config = InterfaceConfig(c.max_segs, c.seed, c.labeller, c.synthetic_prefs_per_segment, human,
-                                                   journal_log_dir=c.log_dir if c.autosave_prefs else None)
+                                                   journal_log_dir=c.log_dir if c.autosave_prefs else None,
+                                                   schedule=c.schedule, teacher=c.synthetic_teacher,
+                                                   selection_ckpt=self._ckpt_path if selects else None,
+                                                   n_candidate_pairs=c.n_candidate_pairs)
                 self._workers.start("pref_interface", run_pref_interface, interface_config, self._channel,
                                     self._pref_queue, self._run_start, self._interface_stop, self._stats,
                                     stop_event=self._interface_stop)
@@ -181,6 +186,7 @@ class PreferencePipeline:
         """
         self.check_workers()
         if self._builders:
+            self._stats.env_steps.value += self.n_envs if recorded is None else sum(recorded)
             for i in range(self.n_envs):
                 if recorded is None or recorded[i]:
                     self._episode_steps[i] += 1
@@ -232,6 +238,26 @@ class PreferencePipeline:
             )
         self._user_choice = True
 
+    def wait_for_reward_predictor(self, timeout: Optional[float] = None) -> None:
+        """Block, without stepping the envs, until ``using_reward_from_predictor`` (the paper's pre-training).
+
+        Call it once the initial labels are in (``stats()["run_labels"] >= n_initial_prefs``):
+        training needs them, and no new clips come while this waits. Raises ``TimeoutError``
+        after ``timeout`` seconds (None: no limit), ``WorkerError`` if a worker fails.
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            self.check_workers()
+            self._next_ckpt_poll = 0.0
+            self._maybe_reload_predictor()
+            if self.using_reward_from_predictor:
+                return
+            if deadline is not None and time.monotonic() > deadline:
+                raise TimeoutError(f"the reward predictor was not ready within {timeout} s: "
+                                   f"{self.stats()['training_steps']} of {self.config.n_initial_training_steps} "
+                                   "training steps done")
+            time.sleep(0.05)  # the trainer writes a file: nothing to wait on but the file itself
+
     def _maybe_reload_predictor(self) -> None:
         now = time.monotonic()
         if now < self._next_ckpt_poll or self._workers is None:
@@ -279,6 +305,9 @@ class PreferencePipeline:
             out.update(segments_sent=self._channel.n_sent, segments_dropped=self._channel.n_dropped)
         if self._workers is not None:
             out.update(self._stats.as_dict())
+            budget = self.config.label_budget
+            out.update(label_budget=budget,
+                       labels_remaining=None if budget is None else max(0, budget - out["labels_asked"]))
         out["predictor_training_step"] = self._predictor.training_step if self._predictor else None
         return out
 

@@ -74,7 +74,7 @@ def _plot_returns(ax, log_dir: str, prefs_dir: str) -> None:
     clips = {**buffer.train_db.segments, **buffer.val_db.segments}
     recent = [clips[i] for i in sorted(clips)[-RECENT_CLIPS:]]
     true = np.array([c.true_return for c in recent])
-    predicted = np.array([predictor.raw_rewards(c.frames).sum() for c in recent])
+    predicted = np.array([predictor.normalised_rewards(c.frames).sum() for c in recent])
     ax.scatter(true, predicted, s=8, alpha=0.6)
     rho = spearman(predicted, true)
     ax.text(0.02, 0.95, "Spearman ρ n/a (no true reward)" if np.isnan(rho) else f"Spearman ρ = {rho:.2f}",

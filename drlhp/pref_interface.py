@@ -1,6 +1,9 @@
 """The preference interface: keeps recent segments, picks pairs, has them labelled.
 
-Runs in its own process (``run_pref_interface``). Each label is written to the
+Runs in its own process (``run_pref_interface``). It asks no more labels than the
+run's ``LabelSchedule`` allows by the current env step, whoever answers; of many
+random candidate pairs it asks about the one the reward ensemble disagrees on
+most (``drlhp.pair_selection``), or a random one. Each label is written to the
 label journal (``drlhp.label_journal``) before the next pair is asked, then goes
 to the trainer process on a bounded queue with blocking puts, so a label is
 never dropped; a clip travels once, compressed, before the first label that uses it.
@@ -15,8 +18,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
 
 from drlhp.label_journal import JournalWriter
-from drlhp.labellers import Labeller, SyntheticLabeller
+from drlhp.label_schedule import LabelSchedule
+from drlhp.labellers import Labeller, SyntheticLabeller, SyntheticTeacher
 from drlhp.messages import ForgetSegment, Preference, RunStart, SegmentData
+from drlhp.pair_selection import DisagreementScorer
 from drlhp.segment_channel import SegmentChannel
 from drlhp.segments import PackedSegment, Segment, pack
 
@@ -37,13 +42,18 @@ class InterfaceConfig:
     human: Optional["HumanConfig"] = None
     max_episode_segments: int = 40  # how much of the last episode is kept to show a person
     journal_log_dir: Optional[str] = None  # keep a label journal in this log_dir (None: no journal)
+    schedule: LabelSchedule = LabelSchedule(budget=None)
+    teacher: SyntheticTeacher = SyntheticTeacher()
+    selection_ckpt: Optional[str] = None  # pick pairs by the disagreement of this checkpoint's ensemble (None: random)
+    n_candidate_pairs: int = 64
 
 
 class PrefInterface:
     """A ring buffer of the latest ``max_segs`` segments and the pairs already asked about."""
 
     def __init__(self, labeller: Labeller, out_queue, max_segs: int, seed: Optional[int] = None,
-                 journal: Optional[JournalWriter] = None, next_seq: int = 0) -> None:
+                 journal: Optional[JournalWriter] = None, next_seq: int = 0,
+                 scorer: Optional[DisagreementScorer] = None, n_candidates: int = 64) -> None:
         if max_segs < 2:
             raise ValueError(f"max_segs must be >= 2 to form pairs, got {max_segs}")
         self.labeller = labeller
@@ -51,6 +61,8 @@ class PrefInterface:
         self.max_segs = max_segs
         self.journal = journal
         self.next_seq = next_seq
+        self.n_asked = next_seq  # pairs asked in the run (a skipped one too): what the label budget counts
+        self.scorer, self.n_candidates = scorer, n_candidates
         self.segments: "OrderedDict[int, Segment]" = OrderedDict()
         self._asked: set[Tuple[int, int]] = set()
         self._sent: Dict[int, PackedSegment] = {}  # clips the trainer has, packed once for it and the journal
@@ -60,6 +72,8 @@ class PrefInterface:
         self.segments[seg.seg_id] = seg
         while len(self.segments) > self.max_segs:
             old_id, _ = self.segments.popitem(last=False)
+            if self.scorer is not None:
+                self.scorer.forget(old_id)
             if self._sent.pop(old_id, None) is not None:
                 self._put(ForgetSegment(old_id))
         if len(self._asked) > 4 * self.max_segs:
@@ -67,24 +81,39 @@ class PrefInterface:
             self._asked = {p for p in self._asked if p[0] >= oldest}
 
     def pick_pair(self) -> Optional[Tuple[Segment, Segment]]:
-        """A random pair of distinct segments not asked about before, or None if there is none."""
+        """The pair to ask about next (never one asked before), or None if there is none.
+
+        Of ``n_candidates`` random pairs, the one the ensemble disagrees on most, once
+        there is an ensemble checkpoint; until then, or with random selection, a random pair.
+        """
+        candidates = self.candidate_pairs(self.n_candidates if self.scorer is not None else 1)
+        if self.scorer is not None and candidates:
+            self.scorer.poll()
+            self.scorer.refresh(list(self.segments.values()), self.scorer.max_new_per_pick)
+            return self.scorer.most_disagreed(candidates) or candidates[0]
+        return candidates[0] if candidates else None
+
+    def candidate_pairs(self, n: int) -> List[Tuple[Segment, Segment]]:
+        """Up to ``n`` distinct random pairs of distinct segments not asked about before."""
         ids = list(self.segments)
-        n = len(ids)
-        if n < 2:
-            return None
-        for _ in range(16):
-            a, b = self._rng.sample(ids, 2)
-            if _key(a, b) not in self._asked:
-                return self.segments[a], self.segments[b]
-        unasked = [(a, b) for i, a in enumerate(ids) for b in ids[i + 1:] if _key(a, b) not in self._asked]
-        if not unasked:
-            return None
-        a, b = self._rng.choice(unasked)
-        return self.segments[a], self.segments[b]
+        if len(ids) < 2:
+            return []
+        keys: set[Tuple[int, int]] = set()
+        for _ in range(4 * n):
+            key = _key(*self._rng.sample(ids, 2))
+            if key not in self._asked:
+                keys.add(key)
+                if len(keys) == n:
+                    break
+        if not keys:  # nearly every pair was asked: look at them all
+            unasked = [(a, b) for i, a in enumerate(ids) for b in ids[i + 1:] if _key(a, b) not in self._asked]
+            keys = set(self._rng.sample(unasked, min(n, len(unasked))))
+        return [(self.segments[a], self.segments[b]) for a, b in keys]
 
     def ask(self, a: Segment, b: Segment) -> Optional[float]:
         """Have the pair labelled, journal the label, send it on; returns the label (None: incomparable)."""
         self._asked.add(_key(a.seg_id, b.seg_id))
+        self.n_asked += 1
         label = self.labeller.label(a, b)
         if label is None:
             return None
@@ -136,7 +165,7 @@ def _make_labeller(config: InterfaceConfig, stop_event, idle) -> Labeller:
         from drlhp.human_labeller import HumanLabeller
 
         return HumanLabeller(config.human, stop_event, idle)
-    return SyntheticLabeller(config.pairs_per_segment)
+    return SyntheticLabeller(config.pairs_per_segment, config.teacher, config.seed)
 
 
 def _await_run_start(run_start, stop_event) -> Optional[RunStart]:
@@ -171,34 +200,54 @@ def run_pref_interface(config: InterfaceConfig, channel: SegmentChannel, pref_qu
                 labeller.show_episode([f for s in finished for f in s.frames])
             seg = channel.receive(0.0)
 
+    def idle() -> None:  # while a person thinks: take clips in, and score clips for the next pick
+        receive(0.0)
+        if scorer is not None:
+            scorer.poll()
+            scorer.refresh(list(interface.segments.values()), 2)
+
     start = _await_run_start(run_start, stop_event)
     if start is None:
         pref_queue.put(None)
         return
-    labeller = _make_labeller(config, stop_event, idle=lambda: receive(0.0))
+    scorer = None
+    if config.selection_ckpt is not None:
+        import torch
+
+        torch.set_num_threads(1)  # the interface's core is shared with the env process
+        scorer = DisagreementScorer(config.selection_ckpt)
+    labeller = _make_labeller(config, stop_event, idle=idle)
     journal = None
     if config.journal_log_dir is not None:
         journal = JournalWriter(config.journal_log_dir, lambda: stats.labels_in_snapshot.value)
-    interface = PrefInterface(labeller, pref_queue, config.max_segs, config.seed, journal, start.next_seq)
+    interface = PrefInterface(labeller, pref_queue, config.max_segs, config.seed, journal, start.next_seq,
+                              scorer, config.n_candidate_pairs)
+    stats.labels_asked.value = interface.n_asked
     owed = 0.0  # pairs we may still ask about, earned by new segments
+
+    def may_ask() -> bool:
+        return owed >= 1 and interface.n_asked < config.schedule.allowed(stats.env_steps.value)
+
     try:
         while not stop_event.is_set():
             # Wait for a segment only when there is nothing to label right now.
-            receive(timeout=0.0 if owed >= 1 else 0.1)
+            receive(timeout=0.0 if may_ask() else 0.1)
             for seg in pending:
                 interface.add_segment(seg)
                 owed += labeller.pairs_per_segment or 0
             pending.clear()
             if labeller.pairs_per_segment is None:
                 owed = 1.0
-            if owed < 1:
+            if not may_ask():
                 continue
             pair = interface.pick_pair()
             if pair is None:
                 owed = 0.0
                 continue
             owed -= 1
-            if interface.ask(*pair) is not None:
+            label = interface.ask(*pair)
+            stats.labels_asked.value = interface.n_asked
+            if label is not None:
                 stats.labels_sent.value += 1
     finally:
         labeller.close()

@@ -62,8 +62,10 @@ class SharedStats:
     """Counters the processes update and the main process reads without locking."""
 
     def __init__(self, ctx) -> None:
+        self.env_steps = ctx.RawValue("q", 0)  # steps of all envs in this session: the label schedule's clock
         self.segments_received = ctx.RawValue("q", 0)
-        self.labels_sent = ctx.RawValue("q", 0)
+        self.labels_asked = ctx.RawValue("q", 0)  # pairs the run asked about (answered or skipped)
+        self.labels_sent = ctx.RawValue("q", 0)  # labels answered in this session
         self.prefs_received = ctx.RawValue("q", 0)  # labels the trainer received in this session
         self.run_labels = ctx.RawValue("q", 0)  # labels of the run: a resumed run's earlier ones too
         self.training_steps = ctx.RawValue("q", 0)

@@ -1,9 +1,16 @@
-"""The reward network, its preference loss, and its checkpoints.
+"""The reward network (an ensemble of members), its preference loss, and its checkpoints.
 
-The network maps one frame to one scalar; a segment's predicted return is the
+Each member maps one frame to one scalar; a segment's predicted return is the
 sum over its frames, and P(a preferred to b) follows Bradley-Terry:
 ``sigmoid(R_a - R_b)``, optionally mixed with a probability ``noise_prob`` that
 the labeller answered uniformly at random (Christiano et al. 2017 use 0.1).
+
+The members of an ensemble (the paper uses 3) are one network with grouped
+layers: member ``m`` owns channel group ``m`` of every convolution and slice
+``m`` of every dense layer, so all members run in one call of each layer. The
+env process's batch-1 forward pass then costs about what one member's does
+(``benchmarks/ensemble_forward.py``), where separate networks would cost M times
+the per-layer call overhead that dominates small batches.
 """
 from __future__ import annotations
 
@@ -24,12 +31,15 @@ from drlhp.normaliser import RewardNormaliser
 
 CHECKPOINT_DIRNAME = "reward_predictor_checkpoints"
 CHECKPOINT_FILENAME = "reward_predictor.ckpt"
-CHECKPOINT_FORMAT = "drlhp-reward-predictor-v1"
+CHECKPOINT_FORMAT = "drlhp-reward-predictor-v2"
+OLD_CHECKPOINT_FORMATS = ("drlhp-reward-predictor-v1",)  # one network, plain Linear layers
 
 # The Atari network of Christiano et al. 2017 (appendix A.2): (kernel, stride) per layer.
 CONV_LAYERS = ((7, 3), (5, 2), (3, 1), (3, 1))
 # Smallest side for which those layers fit unpadded; smaller images use "same" padding.
 MIN_UNPADDED_SIDE = 43
+#: Reward networks in an ensemble by default (Christiano et al. 2017 use 3).
+DEFAULT_ENSEMBLE_SIZE = 3
 
 
 @dataclass(frozen=True)
@@ -40,6 +50,7 @@ class NetConfig:
     dropout: float = 0.5
     batchnorm: bool = False
     hidden: int = 64
+    n_members: int = 1
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -48,51 +59,100 @@ class NetConfig:
 
     @classmethod
     def from_dict(cls, d: dict) -> "NetConfig":
-        return cls(FrameSpec.from_dict(d["frame_spec"]), float(d["dropout"]), bool(d["batchnorm"]), int(d["hidden"]))
+        return cls(FrameSpec.from_dict(d["frame_spec"]), float(d["dropout"]), bool(d["batchnorm"]), int(d["hidden"]),
+                   int(d.get("n_members", 1)))
+
+
+def member_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    """Each member's dense layer on its own slice: ``x`` (B, M*F) -> (B, M*H); ``weight`` (M, H, F)."""
+    m, h, f = weight.shape
+    return torch.baddbmm(bias.unsqueeze(1), x.view(-1, m, f).transpose(0, 1), weight.transpose(1, 2)) \
+        .transpose(0, 1).reshape(-1, m * h)
+
+
+class MemberLinear(nn.Module):
+    """``M`` independent ``nn.Linear(F, H)`` layers on consecutive slices of the features, in one call."""
+
+    def __init__(self, n_members: int, in_features: int, out_features: int) -> None:
+        super().__init__()
+        bound = 1 / math.sqrt(in_features)  # nn.Linear's default initialisation, per member
+        self.weight = nn.Parameter(torch.empty(n_members, out_features, in_features).uniform_(-bound, bound))
+        self.bias = nn.Parameter(torch.empty(n_members, out_features).uniform_(-bound, bound))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return member_linear(x, self.weight, self.bias)
 
 
 def build_reward_net(config: NetConfig) -> nn.Module:
-    """A per-frame reward network: the paper's CNN for images, an MLP for flat vectors."""
+    """Per-frame reward networks, the paper's CNN for images or an MLP for flat vectors, one per member.
+
+    Input ``(B, M*C, H, W)`` (member ``m`` sees channels ``m*C:(m+1)*C``) or ``(B, M*D)``;
+    output ``(B, M)``. ``member_input`` makes that input from ordinary frames.
+    """
+    m = config.n_members
     in_shape = config.frame_spec.net_input_shape
     layers: list[nn.Module] = []
     if config.frame_spec.is_image:
         channels, h, w = in_shape
         pad_same = min(h, w) < MIN_UNPADDED_SIDE
         for kernel, stride in CONV_LAYERS:
-            layers.append(nn.Conv2d(channels, 16, kernel, stride, padding=kernel // 2 if pad_same else 0))
+            layers.append(nn.Conv2d(channels * m, 16 * m, kernel, stride, padding=kernel // 2 if pad_same else 0,
+                                    groups=m))
             if config.batchnorm:
-                layers.append(nn.BatchNorm2d(16))
+                layers.append(nn.BatchNorm2d(16 * m))
             layers += [nn.LeakyReLU(0.01), nn.Dropout(config.dropout)]
             channels = 16
         layers.append(nn.Flatten())
     else:
-        layers += [nn.Linear(in_shape[0], config.hidden), nn.LeakyReLU(0.01), nn.Dropout(config.dropout)]
+        layers += [MemberLinear(m, in_shape[0], config.hidden), nn.LeakyReLU(0.01), nn.Dropout(config.dropout)]
     body = nn.Sequential(*layers)
     with torch.no_grad():
-        n_features = body(torch.zeros(1, *in_shape)).shape[1]
-    head = [nn.Linear(n_features, config.hidden)]
+        n_features = body(member_input(torch.zeros(1, *in_shape), m)).shape[1] // m
+    head = [MemberLinear(m, n_features, config.hidden)]
     if config.batchnorm:
-        head.append(nn.BatchNorm1d(config.hidden))
-    head += [nn.LeakyReLU(0.01), nn.Dropout(config.dropout), nn.Linear(config.hidden, 1)]
+        head.append(nn.BatchNorm1d(config.hidden * m))
+    head += [nn.LeakyReLU(0.01), nn.Dropout(config.dropout), MemberLinear(m, config.hidden, 1)]
     return nn.Sequential(body, *head).to(memory_format=torch.channels_last)
 
 
-def inference_ops(net: nn.Module) -> List[Callable[[torch.Tensor], torch.Tensor]]:
-    """The eval-mode network as a list of plain function calls.
+def member_input(x: torch.Tensor, n_members: int) -> torch.Tensor:
+    """The same net input for every member: ``(N, C, ...)`` -> ``(N, M*C, ...)``."""
+    return x if n_members == 1 else _channels_last(x.repeat(1, n_members, *([1] * (x.dim() - 2))))
 
-    Calling these in turn gives the same output as ``net.eval()(x)`` without
-    PyTorch's per-module dispatch or the no-op dropouts: about a quarter less
-    time for the env process's batch-1 forward pass on every step. The calls
-    share ``net``'s parameters.
+
+def members_input(x: torch.Tensor) -> torch.Tensor:
+    """Each member its own net input: ``(M, N, C, ...)`` -> ``(N, M*C, ...)``."""
+    m, n = x.shape[:2]
+    return x[0] if m == 1 else _channels_last(x.transpose(0, 1).reshape(n, m * x.shape[2], *x.shape[3:]))
+
+
+def _channels_last(x: torch.Tensor) -> torch.Tensor:
+    return x.contiguous(memory_format=torch.channels_last) if x.dim() == 4 else x
+
+
+def inference_ops(net: nn.Module) -> List[Callable[[torch.Tensor], torch.Tensor]]:
+    """The eval-mode network, fed one input shared by all members, as a list of plain function calls.
+
+    Calling these in turn on ``frames_to_net_input(frames)`` gives the same output as
+    ``net.eval()(member_input(...))`` without PyTorch's per-module dispatch or the
+    no-op dropouts: about a quarter less time for the env process's batch-1 forward
+    pass on every step. As every member sees the same frame, the first layer is one
+    ordinary convolution (or dense layer) with all members' filters, rather than a
+    grouped one on M copies of the input. The calls share ``net``'s parameters.
     """
     ops: List[Callable] = []
     for m in net.modules():
+        first = not ops
         if isinstance(m, nn.Conv2d):
-            ops.append(partial(F.conv2d, weight=m.weight, bias=m.bias, stride=m.stride, padding=m.padding))
-        elif isinstance(m, nn.Linear):
-            ops.append(partial(F.linear, weight=m.weight, bias=m.bias))
+            ops.append(partial(F.conv2d, weight=m.weight, bias=m.bias, stride=m.stride, padding=m.padding,
+                               groups=1 if first else m.groups))
+        elif isinstance(m, MemberLinear):
+            if first:
+                ops.append(partial(F.linear, weight=m.weight.flatten(0, 1), bias=m.bias.flatten()))
+            else:
+                ops.append(partial(member_linear, weight=m.weight, bias=m.bias))
         elif isinstance(m, nn.LeakyReLU):
-            ops.append(partial(F.leaky_relu, negative_slope=m.negative_slope))
+            ops.append(partial(F.leaky_relu, negative_slope=m.negative_slope, inplace=True))
         elif isinstance(m, nn.Flatten):
             ops.append(partial(torch.flatten, start_dim=1))
         elif isinstance(m, (nn.BatchNorm1d, nn.BatchNorm2d)):
@@ -103,8 +163,9 @@ def inference_ops(net: nn.Module) -> List[Callable[[torch.Tensor], torch.Tensor]
 
 
 def segment_returns(net: nn.Module, frames: torch.Tensor, n_segments: int) -> torch.Tensor:
-    """Sum of per-frame rewards: ``frames`` is (n_segments * length, ...) -> (n_segments,)."""
-    return net(frames).view(n_segments, -1).sum(dim=1)
+    """Each member's sum of per-frame rewards: net input of (n_segments * length) frames -> (n_segments, M)."""
+    out = net(frames)
+    return out.view(n_segments, -1, out.shape[-1]).sum(dim=1)
 
 
 def preference_loss(returns_a: torch.Tensor, returns_b: torch.Tensor, labels: torch.Tensor,
@@ -138,36 +199,49 @@ def preference_accuracy(returns_a: torch.Tensor, returns_b: torch.Tensor, labels
 
 
 class RewardPredictor:
-    """A reward network plus its normaliser, as used by the env process to reward each step."""
+    """A reward network (ensemble) plus its normaliser, as used by the env process to reward each step."""
 
     def __init__(self, config: NetConfig, net: Optional[nn.Module] = None,
                  normaliser: Optional[RewardNormaliser] = None, training_step: int = 0) -> None:
         self.config = config
         self.net = net if net is not None else build_reward_net(config)
-        self.normaliser = normaliser or RewardNormaliser()
+        self.normaliser = normaliser or RewardNormaliser(mean=(0.0,) * config.n_members, std=(1.0,) * config.n_members)
         self.training_step = training_step
         self._ops = inference_ops(self.net)
 
-    @torch.inference_mode()
-    def raw_rewards(self, frames: np.ndarray, batch_size: int = 200) -> np.ndarray:
-        """Unnormalised per-frame rewards of ``frames`` (N, *frame_shape), eval mode."""
-        if self.net.training:  # eval() walks every module: ~0.15 ms, too slow for every step
+    @property
+    def n_members(self) -> int:
+        return self.config.n_members
+
+    def _forward(self, frames: np.ndarray) -> torch.Tensor:
+        if self.net.training:  # the trainer's steps leave batchnorm in training mode; eval() costs ~0.15 ms
             self.net.eval()
-        out = [self.net(frames_to_net_input(frames[i:i + batch_size], self.config.frame_spec)).view(-1)
-               for i in range(0, len(frames), batch_size)]
-        return torch.cat(out).numpy().astype(np.float64) if out else np.zeros(0)
+        x = frames_to_net_input(frames, self.config.frame_spec)
+        for op in self._ops:
+            x = op(x)
+        return x
+
+    @torch.inference_mode()
+    def member_rewards(self, frames: np.ndarray, batch_size: int = 200) -> np.ndarray:
+        """Each member's unnormalised per-frame rewards ``(N, M)`` of ``frames`` ``(N, *frame_shape)``, eval mode."""
+        out = [self._forward(frames[i:i + batch_size]) for i in range(0, len(frames), batch_size)]
+        return torch.cat(out).numpy().astype(np.float64) if out else np.zeros((0, self.n_members))
+
+    def raw_rewards(self, frames: np.ndarray, batch_size: int = 200) -> np.ndarray:
+        """Unnormalised per-frame rewards ``(N,)``: the members' mean."""
+        return self.member_rewards(frames, batch_size).mean(axis=1)
+
+    def normalised_rewards(self, frames: np.ndarray, batch_size: int = 200) -> np.ndarray:
+        """What the agent gets for each of many frames ``(N,)``, in batches of ``batch_size``."""
+        return self.normaliser(self.member_rewards(frames, batch_size))
 
     def rewards(self, frames: np.ndarray) -> np.ndarray:
-        """Normalised rewards ``(N,)`` of ``frames`` ``(N, *frame_shape)`` in one forward pass.
+        """Normalised rewards ``(N,)`` of ``frames`` ``(N, *frame_shape)`` in one forward pass (N = the number of envs).
 
-        The env process's per-step call (N = the number of envs): kept lean. For the
-        few values of one step, plain float arithmetic beats NumPy's per-call overhead.
+        The env process's per-step call: kept lean (no module dispatch, no batching).
         """
         with torch.inference_mode():
-            x = frames_to_net_input(frames, self.config.frame_spec)
-            for op in self._ops:
-                x = op(x)
-        return np.array([self.normaliser(r) for r in x.view(-1).tolist()])
+            return self.normaliser(self._forward(frames).numpy())
 
     def reward(self, frame: np.ndarray) -> float:
         """The normalised reward of a single frame."""
@@ -190,11 +264,15 @@ class RewardPredictor:
         """Load a checkpoint written by ``save``; never executes code from the file."""
         try:
             state = torch.load(path, map_location="cpu", weights_only=True)
-            if not isinstance(state, dict) or state.get("format") != CHECKPOINT_FORMAT:
+            if not isinstance(state, dict) or state.get("format") not in (CHECKPOINT_FORMAT, *OLD_CHECKPOINT_FORMATS):
                 raise ValueError("not a drlhp reward-predictor checkpoint")
             config = NetConfig.from_dict(state["net_config"])
             net = build_reward_net(config)
-            net.load_state_dict(state["state_dict"])
+            weights = state["state_dict"]
+            if state["format"] in OLD_CHECKPOINT_FORMATS:  # a Linear's (H, F) weight is a one-member (1, H, F)
+                weights = {k: v.unsqueeze(0) if v.shape != p.shape else v
+                           for (k, v), p in zip(weights.items(), net.state_dict().values())}
+            net.load_state_dict(weights)
             return cls(config, net, RewardNormaliser(**state["normaliser"]), int(state["training_step"]))
         except FileNotFoundError:
             raise

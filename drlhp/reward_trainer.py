@@ -1,4 +1,4 @@
-"""One optimisation step, and one evaluation, of a reward network on labelled pairs."""
+"""One optimisation step, and one evaluation, of a reward network (ensemble) on labelled pairs."""
 from __future__ import annotations
 
 import os
@@ -9,11 +9,31 @@ import torch
 
 from drlhp.files import atomic_write
 from drlhp.frames import frames_to_net_input
-from drlhp.reward_predictor import RewardPredictor, preference_accuracy, preference_loss, segment_returns
+from drlhp.reward_predictor import (RewardPredictor, member_input, members_input, preference_accuracy,
+                                    preference_loss, segment_returns)
+
+#: The paper's band for validation loss / training loss; adaptive L2 steers into it by this factor per checkpoint.
+L2_BAND, L2_FACTOR = (1.1, 1.5), 1.5
+#: Adaptive L2 stays within these bounds: it never switches the penalty off, nor lets it swamp the loss.
+L2_LIMITS = (1e-7, 1.0)
+
+
+def adapted_l2(coefficient: float, val_loss: float, train_loss: float) -> float:
+    """The L2 coefficient for the next stretch of training: up when validation loss runs away from
+    training loss (overfitting), down when they are too close (underfitting)."""
+    ratio = val_loss / max(train_loss, 1e-8)
+    if ratio > L2_BAND[1]:
+        coefficient *= L2_FACTOR
+    elif ratio < L2_BAND[0]:
+        coefficient /= L2_FACTOR
+    return min(max(coefficient, L2_LIMITS[0]), L2_LIMITS[1])
 
 
 class RewardTrainer:
-    """Adam on the Bradley-Terry loss; frames arrive as ``(batch, length, *frame_shape)`` arrays.
+    """Adam on the Bradley-Terry loss, summed over the ensemble's members.
+
+    A training batch gives each member its own pairs (its bootstrap sample):
+    frames ``(M, batch, length, *frame_shape)``, labels ``(M, batch)``.
 
     A batch goes through the network ``pairs_per_pass`` pairs at a time, gradients
     summed over the passes: the same step as one pass (but for batchnorm statistics,
@@ -31,47 +51,82 @@ class RewardTrainer:
         self.pairs_per_pass = pairs_per_pass
         self.optimizer = torch.optim.Adam(predictor.net.parameters(), lr=lr, weight_decay=weight_decay)
 
-    def _returns(self, frames_a: np.ndarray, frames_b: np.ndarray) -> Tuple[torch.Tensor, torch.Tensor]:
+    @property
+    def weight_decay(self) -> float:
+        """The L2 penalty's coefficient (adaptive L2 changes it between steps)."""
+        return self.optimizer.param_groups[0]["weight_decay"]
+
+    @weight_decay.setter
+    def weight_decay(self, value: float) -> None:
+        for group in self.optimizer.param_groups:
+            group["weight_decay"] = value
+
+    @property
+    def n_members(self) -> int:
+        return self.predictor.n_members
+
+    def _member_returns(self, frames_a: np.ndarray, frames_b: np.ndarray) -> Tuple[torch.Tensor, torch.Tensor]:
+        """Each member's returns ``(M, n)`` of its own pairs: frames ``(M, n, length, ...)``."""
+        m, n = frames_a.shape[:2]
+        both = np.concatenate([frames_a, frames_b], axis=1).reshape(-1, *frames_a.shape[3:])
+        x = frames_to_net_input(both, self.predictor.config.frame_spec)
+        returns = segment_returns(self.predictor.net, members_input(x.view(m, -1, *x.shape[1:])), 2 * n)
+        return returns[:n].T, returns[n:].T
+
+    def _shared_returns(self, frames_a: np.ndarray, frames_b: np.ndarray) -> Tuple[torch.Tensor, torch.Tensor]:
+        """Every member's returns ``(n, M)`` of the same pairs: frames ``(n, length, ...)``."""
         n = len(frames_a)
         both = np.concatenate([frames_a, frames_b]).reshape(-1, *frames_a.shape[2:])
-        returns = segment_returns(self.predictor.net, frames_to_net_input(both, self.predictor.config.frame_spec), 2 * n)
+        x = member_input(frames_to_net_input(both, self.predictor.config.frame_spec), self.n_members)
+        returns = segment_returns(self.predictor.net, x, 2 * n)
         return returns[:n], returns[n:]
 
     def _passes(self, n: int) -> Iterator[slice]:
         return (slice(i, i + self.pairs_per_pass) for i in range(0, n, self.pairs_per_pass))
 
     def train_step(self, frames_a: np.ndarray, frames_b: np.ndarray, labels: np.ndarray) -> Tuple[float, float]:
-        """One gradient step; returns (loss, accuracy on this batch)."""
+        """One gradient step; returns (loss, accuracy on this batch), both the members' mean.
+
+        ``frames_*`` ``(M, batch, length, *frame_shape)`` and ``labels`` ``(M, batch)``; with
+        one member, ``(batch, length, ...)`` and ``(batch,)`` will do.
+        """
+        if labels.ndim == 1:
+            frames_a, frames_b, labels = frames_a[None], frames_b[None], labels[None]
         self.predictor.net.train()
         self.optimizer.zero_grad(set_to_none=True)
-        n, loss, returns = len(labels), 0.0, []
+        n, loss, returns = labels.shape[1], 0.0, []
         for part in self._passes(n):
-            ra, rb = self._returns(frames_a[part], frames_b[part])
-            part_loss = preference_loss(ra, rb, torch.from_numpy(labels[part]), self.noise_prob) * (len(ra) / n)
-            part_loss.backward()  # the loss is a mean over pairs: weighted parts add up to it
-            loss += part_loss.item()
+            ra, rb = self._member_returns(frames_a[:, part], frames_b[:, part])
+            # Summed over members (each learns at full strength from its own pairs), a mean over pairs.
+            part_loss = preference_loss(ra, rb, torch.from_numpy(labels[:, part]), self.noise_prob) * (
+                self.n_members * ra.shape[1] / n)
+            part_loss.backward()
+            loss += part_loss.item() / self.n_members
             returns.append((ra.detach(), rb.detach()))
         self.optimizer.step()
         self.predictor.training_step += 1
-        ra, rb = torch.cat([a for a, _ in returns]), torch.cat([b for _, b in returns])
-        return loss, preference_accuracy(ra, rb, torch.from_numpy(labels))[0]
+        ra, rb = torch.cat([a for a, _ in returns], 1), torch.cat([b for _, b in returns], 1)
+        return loss, preference_accuracy(ra.flatten(), rb.flatten(), torch.from_numpy(labels).flatten())[0]
 
     @torch.inference_mode()
     def evaluate(self, batches: Iterable[Tuple[np.ndarray, np.ndarray, np.ndarray]]) -> Tuple[float, float]:
         """(loss, accuracy) over all pairs of ``batches`` (frames_a, frames_b, labels), without dropout or gradient.
 
+        The loss is the members' mean; the accuracy is the ensemble's, judged on the
+        return the agent is rewarded with (the members' normalised rewards, averaged).
         Pass the pairs a batch at a time (a generator): 128 Pong pairs unpacked at
         once would need ~2 GB.
         """
         self.predictor.net.eval()
         returns, all_labels = [], []
         for frames_a, frames_b, labels in batches:
-            returns += [self._returns(frames_a[part], frames_b[part]) for part in self._passes(len(labels))]
+            returns += [self._shared_returns(frames_a[part], frames_b[part]) for part in self._passes(len(labels))]
             all_labels.append(labels)
-        ra, rb = torch.cat([a for a, _ in returns]), torch.cat([b for _, b in returns])
-        labels = np.concatenate(all_labels)
-        target = torch.from_numpy(labels)
-        return float(preference_loss(ra, rb, target, self.noise_prob)), preference_accuracy(ra, rb, target)[0]
+        ra, rb = torch.cat([a for a, _ in returns]), torch.cat([b for _, b in returns])  # (n, M)
+        target = torch.from_numpy(np.concatenate(all_labels))
+        loss = preference_loss(ra, rb, target[:, None].expand_as(ra), self.noise_prob)
+        weights = torch.tensor(self.predictor.normaliser.member_weights, dtype=ra.dtype)
+        return float(loss), preference_accuracy(ra @ weights, rb @ weights, target)[0]
 
     # -- resuming ----------------------------------------------------------------------
     def save_state(self, path: str) -> None:

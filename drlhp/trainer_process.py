@@ -29,6 +29,7 @@ from typing import Callable, Dict, Optional
 import numpy as np
 import torch
 
+from drlhp.bootstrap import member_batches
 from drlhp.files import append_csv_row
 from drlhp.label_journal import journal_files, remove_journal
 from drlhp.log_dir_lock import LogDirInUseError, LogDirLock
@@ -36,7 +37,7 @@ from drlhp.messages import ForgetSegment, Preference, RunStart, SavePrefs, Segme
 from drlhp.normaliser import RewardNormaliser
 from drlhp.pref_db import PrefBuffer, PrefDBFormatError, has_labels
 from drlhp.reward_predictor import NetConfig, RewardPredictor
-from drlhp.reward_trainer import RewardTrainer
+from drlhp.reward_trainer import RewardTrainer, adapted_l2
 from drlhp.run_dir import (METRICS_FILENAME, LogDirHasLabelsError, checkpoint_file, refuse_earlier_labels,
                            set_aside_earlier_logs, trainer_state_file)
 from drlhp.segments import PackedSegment
@@ -48,8 +49,8 @@ log = logging.getLogger("drlhp.trainer")
 STARTUP_ERRORS = (LogDirHasLabelsError, PrefDBFormatError, FileNotFoundError, ValueError)
 #: A snapshot is due once this many labels, and as many as the database's older ones, arrived since the last.
 MIN_LABELS_PER_SNAPSHOT = 100
-METRICS_COLUMNS = ("training_step", "wall_time_s", "n_train_prefs", "n_val_prefs", "train_loss",
-                   "train_accuracy", "val_loss", "val_accuracy", "pairs_per_second")
+METRICS_COLUMNS = ("training_step", "wall_time_s", "labels", "n_train_prefs", "n_val_prefs", "train_loss",
+                   "train_accuracy", "val_loss", "val_accuracy", "l2_coefficient", "pairs_per_second")
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,7 @@ class TrainerConfig:
     lr: float = 3e-4
     noise_prob: float = 0.0
     weight_decay: float = 0.0
+    adaptive_l2: bool = False
     reward_scale: float = 0.05
     n_val_pairs: int = 128
     n_normaliser_segments: int = 32
@@ -216,7 +218,8 @@ class RewardTrainingLoop:
                     if time.monotonic() > stop_deadline:
                         break
                 self._check_receiver()
-                can_train = self.config.train_reward and len(self.buffer.train_db) >= self.config.n_initial_prefs
+                n_labels = len(self.buffer.train_db) + len(self.buffer.val_db)
+                can_train = self.config.train_reward and len(self.buffer.train_db) and n_labels >= self.config.n_initial_prefs
                 self._serve_command(timeout=0.0 if can_train else 0.05)
                 if can_train:
                     self._train_step()
@@ -281,8 +284,13 @@ class RewardTrainingLoop:
             return {"paths": paths, "n_train": len(self.buffer.train_db), "n_val": len(self.buffer.val_db)}
 
     def _sample(self, db, n: int):
+        """A training batch: each ensemble member's ``n`` pairs from its bootstrap resample of ``db``."""
         with self.lock:
-            return db.batch(self._pick(db, n))
+            idx = member_batches(db.prefs, self.trainer.n_members, n, self.rng, self.config.seed or 0)
+            frames_a, frames_b, labels = db.batch(idx.ravel())
+        shape = idx.shape
+        return frames_a.reshape(*shape, *frames_a.shape[1:]), frames_b.reshape(*shape, *frames_b.shape[1:]), \
+            labels.reshape(shape)
 
     def _pick(self, db, n: int) -> np.ndarray:
         return self.rng.integers(0, len(db), size=n) if len(db) > n else np.arange(len(db))
@@ -318,27 +326,36 @@ class RewardTrainingLoop:
             frames = np.concatenate([self.buffer.train_db.segments[seg_ids[i]].frames for i in pick])
         # Zero mean and fixed std over frames of recent behaviour, so the RL agent
         # sees rewards of a stable scale as the network changes.
-        predictor.normaliser = RewardNormaliser.fit(predictor.raw_rewards(frames), self.config.reward_scale)
+        predictor.normaliser = RewardNormaliser.fit(predictor.member_rewards(frames), self.config.reward_scale)
         predictor.save(self.config.ckpt_path)
         self.trainer.save_state(trainer_state_file(self.config.log_dir))
         self._ckpt_step = self.step
         if log_metrics:
             self._log_metrics()
 
+    def _adapt_l2(self, val_loss: float) -> None:
+        """Keep validation loss 1.1-1.5x training loss (both without dropout) by scaling the L2 penalty."""
+        train_loss, _ = self.trainer.evaluate(self._batches(self.buffer.train_db, self.config.n_val_pairs))
+        self.trainer.weight_decay = adapted_l2(self.trainer.weight_decay, val_loss, train_loss)
+
     def _log_metrics(self) -> None:
         val_loss = val_acc = float("nan")
         if len(self.buffer.val_db):
             val_loss, val_acc = self.trainer.evaluate(self._batches(self.buffer.val_db, self.config.n_val_pairs))
+            if self.config.adaptive_l2:
+                self._adapt_l2(val_loss)
         now = time.monotonic()
         row = {
             "training_step": self.step,
             "wall_time_s": round(now - self._start, 3),
+            "labels": self.buffer.n_received,
             "n_train_prefs": len(self.buffer.train_db),
             "n_val_prefs": len(self.buffer.val_db),
             "train_loss": float(np.mean(self._recent["loss"])),
             "train_accuracy": _mean_ignoring_nan(self._recent["accuracy"]),
             "val_loss": val_loss,
             "val_accuracy": val_acc,
+            "l2_coefficient": self.trainer.weight_decay,
             "pairs_per_second": self._pairs_trained / max(now - self._rate_clock, 1e-9),
         }
         self._recent = {"loss": [], "accuracy": []}
@@ -352,10 +369,12 @@ class RewardTrainingLoop:
                 "reward/val_loss": val_loss, "reward/val_accuracy": val_acc,
                 "reward/pairs_per_second": row["pairs_per_second"], "reward/labels": self.buffer.n_received,
                 "reward/prefs_in_db": row["n_train_prefs"] + row["n_val_prefs"],
-                "reward/raw_reward_mean": normaliser.mean, "reward/raw_reward_std": normaliser.std})
-        log.info("reward step %d: train loss %.4f acc %.3f | val loss %.4f acc %.3f | %d/%d prefs | %.0f pairs/s",
-                 row["training_step"], row["train_loss"], row["train_accuracy"], val_loss, val_acc,
-                 row["n_train_prefs"], row["n_val_prefs"], row["pairs_per_second"])
+                "reward/l2_coefficient": self.trainer.weight_decay,
+                "reward/raw_reward_mean": float(np.mean(normaliser.mean)),
+                "reward/raw_reward_std": float(np.mean(normaliser.std))})
+        log.info("reward step %d: train loss %.4f acc %.3f | val loss %.4f acc %.3f | %d/%d prefs | L2 %.2g | "
+                 "%.0f pairs/s", row["training_step"], row["train_loss"], row["train_accuracy"], val_loss, val_acc,
+                 row["n_train_prefs"], row["n_val_prefs"], row["l2_coefficient"], row["pairs_per_second"])
 
 
 def _same_dir(a: Optional[str], b: str) -> bool:

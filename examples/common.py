@@ -31,6 +31,12 @@ class Args:
     seed: int = field(default=0, metadata={"help": "seed of the envs, the agent and drlhp"})
     segment_length: int = field(default=25, metadata={"help": "frames per clip compared"})
     n_initial_prefs: int = field(default=40, metadata={"help": "labels before reward training starts"})
+    label_budget: int = field(default=300, metadata={"help": "labels the run may ask for in all (0: no limit)"})
+    label_schedule: str = field(default="hyperbolic", metadata={
+        "help": "how the rate of asking falls over the run: hyperbolic, inverse_quadratic or constant"})
+    pair_selection: str = field(default="disagreement", metadata={
+        "help": "disagreement (of the reward ensemble) or random"})
+    ensemble_size: int = field(default=3, metadata={"help": "reward networks in the ensemble"})
     n_initial_training_steps: int = field(default=50, metadata={"help": "reward-training steps before the agent gets the predicted reward"})
     log_every: int = field(default=2_000, metadata={"help": "print progress every this many agent steps"})
     human: bool = field(default=False, metadata={"help": "label the clips yourself (window + terminal) instead of synthetically"})
@@ -70,6 +76,11 @@ def train_from_preferences(venv: VecEnv, args: Args, make_agent: Callable[[VecEn
         segment_length=args.segment_length,
         synthetic_preferences=not args.human,
         n_initial_prefs=args.n_initial_prefs,
+        label_budget=args.label_budget or None,
+        label_schedule=args.label_schedule,
+        label_schedule_steps=args.total_timesteps,
+        pair_selection=args.pair_selection,
+        ensemble_size=args.ensemble_size,
         n_initial_training_steps=args.n_initial_training_steps,
         log_dir=args.log_dir,
         resume=args.resume,
@@ -87,8 +98,10 @@ def train_from_preferences(venv: VecEnv, args: Args, make_agent: Callable[[VecEn
         agent.tensorboard_log = args.tensorboard_log or None  # drlhp's figures join the agent's run there
         agent.learn(args.total_timesteps, callback=[logger, HumanPreferencesLogger()])
         result = f"{np.mean(logger.returns):.1f}" if logger.returns else "n/a (no episode finished)"
+        stats = wrapped.stats()
         print(f"done: mean true return of the last {len(logger.returns)} episodes {result} "
-              f"(random policy: {one_decimal(random_return)}); {wrapped.stats()['run_labels']} labels in all; "
+              f"(random policy: {one_decimal(random_return)}); labels: {stats['run_labels']} in all "
+              f"({stats['labels_asked']} asked of a budget of {stats['label_budget'] or 'unlimited'}); "
               f"logs in {args.log_dir}")
 
 
@@ -127,13 +140,15 @@ class TrueReturnLogger(BaseCallback):
 
 
 def warm_up_reward_predictor(venv: HumanPreferencesVecEnvWrapper, seed: int) -> float:
-    """Act randomly until the wrapper returns predicted rewards; returns the mean true episode return."""
-    print("labelling clips of a random policy until the reward predictor is ready ...", flush=True)
-    # (With --human, that takes n_initial_prefs of your answers, then n_initial_training_steps.)
+    """Act randomly until the initial labels are in, then wait for the reward predictor's first training
+    steps (the paper's pre-training); returns the random policy's mean true episode return."""
+    print(f"labelling {venv.config.n_initial_prefs} pairs of clips of a random policy ...", flush=True)
     venv.action_space.seed(seed)
     venv.reset()
     returns: list[float] = []
-    while not venv.using_reward_from_predictor:
+    while not venv.using_reward_from_predictor and venv.stats()["run_labels"] < venv.config.n_initial_prefs:
         actions = np.array([venv.action_space.sample() for _ in range(venv.num_envs)])
         returns += episode_returns(venv.step(actions)[3])
+    print("training the reward predictor on them ...", flush=True)
+    venv.wait_for_reward_predictor()
     return float(np.mean(returns)) if returns else float("nan")

@@ -101,7 +101,7 @@ def step_until(env, condition: Callable[[], bool], timeout: float = 60.0) -> int
 
 # Small, fast settings for wrapper tests.
 FAST = dict(segment_length=5, n_initial_prefs=8, n_initial_training_steps=4, reward_predictor_ckpt_interval=4,
-            reward_predictor_batch_size=4, seed=0, ckpt_poll_interval=0.0, log_level=30)
+            reward_predictor_batch_size=4, seed=0, ckpt_poll_interval=0.0, log_level=30, label_budget=None)
 
 
 @pytest.fixture(autouse=True)

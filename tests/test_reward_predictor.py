@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 import torch
 
-from drlhp.frames import infer_frame_spec
+from drlhp.frames import frames_to_net_input, infer_frame_spec
 from drlhp.normaliser import RewardNormaliser
-from drlhp.reward_predictor import (NetConfig, RewardPredictor, build_reward_net, preference_accuracy,
+from drlhp.reward_predictor import (MemberLinear, NetConfig, RewardPredictor, build_reward_net, preference_accuracy,
                                     preference_loss)
 from drlhp.reward_trainer import RewardTrainer
 
@@ -57,8 +57,8 @@ def test_paper_network_on_atari_frames():
     convs = [m for m in net.modules() if isinstance(m, torch.nn.Conv2d)]
     assert [(c.out_channels, c.kernel_size[0], c.stride[0], c.padding[0]) for c in convs] == [
         (16, 7, 3, 0), (16, 5, 2, 0), (16, 3, 1, 0), (16, 3, 1, 0)]
-    linears = [m for m in net.modules() if isinstance(m, torch.nn.Linear)]
-    assert [(m.in_features, m.out_features) for m in linears] == [(7 * 7 * 16, 64), (64, 1)]
+    linears = [m for m in net.modules() if isinstance(m, MemberLinear)]
+    assert [tuple(m.weight.shape) for m in linears] == [(1, 64, 7 * 7 * 16), (1, 1, 64)]
 
 
 def test_checkpoint_round_trip(tmp_path):
@@ -95,12 +95,20 @@ def test_corrupt_checkpoint_gets_a_clear_error(tmp_path):
 
 
 def test_normaliser_gives_zero_mean_and_the_chosen_std():
-    raw = np.random.default_rng(0).normal(3.0, 7.0, 1000)
+    raw = np.random.default_rng(0).normal(3.0, 7.0, (1000, 1))
     norm = RewardNormaliser.fit(raw, scale=0.05)
     out = norm(raw)
     assert abs(out.mean()) < 1e-9 and out.std() == pytest.approx(0.05)
     constant = RewardNormaliser.fit(np.full(10, 2.0), scale=1.0)
-    assert constant(2.0) == 0.0 and constant.std == 1.0  # no division by zero
+    assert constant(np.array([2.0])) == 0.0 and constant.std == (1.0,)  # no division by zero
+
+
+def test_an_ensemble_reward_is_the_mean_of_its_members_normalised_rewards():
+    rng = np.random.default_rng(0)
+    raw = np.stack([rng.normal(3.0, 7.0, 500), rng.normal(-100.0, 0.1, 500), rng.normal(0, 1, 500)], axis=1)
+    norm = RewardNormaliser.fit(raw, scale=0.05)
+    each = (raw - raw.mean(0)) / raw.std(0) * 0.05
+    np.testing.assert_allclose(norm(raw), each.mean(1))  # the tiny-scale member counts as much as the others
 
 
 def test_trainer_step_reduces_loss_on_a_fixed_batch():
@@ -129,8 +137,9 @@ def test_fast_single_frame_path_matches_the_network(shape, batchnorm):
     trainer = RewardTrainer(predictor, lr=1e-2)  # move weights and batchnorm statistics away from their init
     for _ in range(3):
         trainer.train_step(frames[:8].reshape(4, 2, *shape), frames[8:16].reshape(4, 2, *shape), np.ones(4, np.float32))
-    raw = predictor.raw_rewards(frames[:5])
     fast = [predictor.reward(f) for f in frames[:5]]
+    with torch.no_grad():  # the plain module path, as in training
+        raw = predictor.net.eval()(frames_to_net_input(frames[:5], predictor.config.frame_spec)).numpy()[:, 0]
     np.testing.assert_allclose(fast, (raw - 0.1) / 0.5 * 2.0, rtol=1e-4, atol=1e-5)
 
 

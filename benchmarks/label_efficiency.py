@@ -1,0 +1,155 @@
+"""How good a reward model is after 100 / 200 / 400 / 800 labels: random vs disagreement
+pair selection, 1 vs 3 ensemble members, on MovingDot (fixed and random target), with
+clips of a random policy and of a policy that is learning, perfect and noisy teachers.
+
+Each run labels in rounds of 50 as a drlhp run would: candidate pairs come from the 200
+most recent clips of a stream (about two new clips per label, so a learning policy's clips
+improve as labels accumulate); "random" asks random pairs, "disagreement" scores 64
+random candidates per label with the ensemble's members and asks the most disputed.
+After each round the network trains ``--steps-per-round`` steps with drlhp's trainer
+(bootstrap batches, noise_prob; every fifth label held out for validation,
+which steers adaptive L2 every 4 rounds). At each milestone it is
+scored on 1,000 fresh pairs of fresh clips of the same policy: held-out accuracy (sign of
+the predicted vs true return difference; pairs of equal true return left out), and the
+Spearman rho of per-frame predicted vs true reward. Mean +- sd over ``--seeds`` seeds.
+
+    python benchmarks/label_efficiency.py [--seeds 3] [--workers 2] [--quick]
+"""
+from __future__ import annotations
+
+import argparse
+import itertools
+import multiprocessing
+import random
+import time
+
+import numpy as np
+import torch
+
+from dot_clips import clip_stream, random_pairs
+from drlhp.bootstrap import member_batches
+from drlhp.frames import infer_frame_spec
+from drlhp.labellers import SyntheticTeacher
+from drlhp.normaliser import RewardNormaliser
+from drlhp.offline import spearman
+from drlhp.pair_selection import preference_disagreement
+from drlhp.reward_predictor import NetConfig, RewardPredictor
+from drlhp.reward_trainer import RewardTrainer, adapted_l2
+
+MILESTONES = (100, 200, 400, 800)
+ROUND, WINDOW, CANDIDATES = 50, 200, 64
+METHODS = {"random, 1 net": ("random", 1), "random, 3 nets": ("random", 3), "disagreement, 3 nets": ("disagreement", 3)}
+TEACHERS = {"perfect": SyntheticTeacher(), "noisy (beta=1, 10% mistakes)": SyntheticTeacher(beta=1.0, mistake_rate=0.1)}
+
+
+def train(trainer, pairs, clips, steps, rng):
+    """``steps`` training steps on ``pairs`` [(a, b, label)] (indices into ``clips``), bootstrap batches of 8."""
+    for _ in range(steps):
+        idx = member_batches(pairs, trainer.n_members, 8, rng)
+        fa = np.stack([[clips[pairs[i][0]].frames for i in row] for row in idx])
+        fb = np.stack([[clips[pairs[i][1]].frames for i in row] for row in idx])
+        labels = np.array([[pairs[i][2] for i in row] for row in idx], np.float32)
+        trainer.train_step(fa, fb, labels)
+
+
+def clip_returns(predictor, clips):
+    """Per-member predicted returns ``(n_clips, M)``."""
+    frames = np.concatenate([c.frames for c in clips])
+    return predictor.member_rewards(frames).reshape(len(clips), -1, predictor.n_members).sum(1)
+
+
+def choose(method, predictor, stream, window, asked, n, rng):
+    """``n`` new pairs (indices into the stream) among ``window`` (stream indices of recent clips)."""
+    want = n * (CANDIDATES if method == "disagreement" else 1)
+    cand = [tuple(sorted(p)) for p in window[random_pairs(len(window), 4 * want, rng)]]
+    cand = list(dict.fromkeys(p for p in cand if p not in asked))[:want]
+    if method == "random" or predictor.n_members == 1:
+        return cand[:n]
+    returns = {i: r for i, r in zip(window, clip_returns(predictor, [stream[i] for i in window]))}
+    scores = preference_disagreement(np.stack([returns[a] for a, _ in cand]), np.stack([returns[b] for _, b in cand]))
+    return [cand[i] for i in np.argsort(-scores)[:n]]
+
+
+def run(task):
+    """One (env, policy, teacher, seed, method) run: {milestone: (accuracy, rho)}."""
+    random_target, policy, teacher_name, seed, method_name, steps_per_round = task
+    torch.set_num_threads(1)
+    torch.manual_seed(seed)
+    method, members = METHODS[method_name]
+    stream = clip_stream(2 * MILESTONES[-1] + WINDOW, policy, random_target, seed)
+    fresh = clip_stream(2 * MILESTONES[-1] + WINDOW, policy, random_target, seed + 10_000)
+    eval_pairs = random_pairs(len(fresh), 1000, np.random.default_rng(seed))
+    true = np.array([c.true_return for c in fresh])
+    strict = true[eval_pairs[:, 0]] != true[eval_pairs[:, 1]]
+    eval_pairs, wanted = eval_pairs[strict], np.sign(true[eval_pairs[strict, 0]] - true[eval_pairs[strict, 1]])
+    used = np.unique(eval_pairs)
+    spec = infer_frame_spec(stream[0].frames[0])
+    predictor = RewardPredictor(NetConfig(spec, dropout=0.2, n_members=members))
+    trainer = RewardTrainer(predictor, lr=1e-3, noise_prob=0.1, weight_decay=1e-4)
+    rng, answer_rng = np.random.default_rng(seed), random.Random(seed)
+    teacher, pairs, asked, results = TEACHERS[teacher_name], [], set(), {}
+    while len(pairs) < MILESTONES[-1]:
+        end = min(len(stream), 2 * len(pairs) + 2 * ROUND)
+        window = np.arange(max(0, end - WINDOW), end)
+        for a, b in choose(method, predictor, stream, window, asked, ROUND, rng):
+            asked.add((a, b))
+            label = teacher.answer(stream[a].rewards, stream[b].rewards, answer_rng)
+            if label is not None:
+                pairs.append((a, b, label))
+        # As drlhp's trainer does: every fifth label is held out for validation, which steers adaptive L2.
+        held_out, rest = pairs[4::5], [p for i, p in enumerate(pairs) if i % 5 != 4]
+        train(trainer, rest, stream, steps_per_round, rng)
+        if len(pairs) % (4 * ROUND) == 0:
+            trainer.weight_decay = adapted_l2(trainer.weight_decay, loss(trainer, stream, held_out),
+                                              loss(trainer, stream, rest))
+        if len(pairs) in MILESTONES:
+            returns = clip_returns(predictor, [fresh[i] for i in used])
+            predictor.normaliser = RewardNormaliser.fit(returns, 1.0)  # weights the members as the agent's reward does
+            combined = dict(zip(used, predictor.normaliser(returns)))
+            predicted = np.array([combined[a] - combined[b] for a, b in eval_pairs])
+            frames = np.concatenate([fresh[i].frames for i in used[:100]])
+            rho = spearman(predictor.normalised_rewards(frames), np.concatenate([fresh[i].rewards for i in used[:100]]))
+            results[len(pairs)] = (float(np.mean(np.sign(predicted) == wanted)), rho)
+    return task, results
+
+
+def loss(trainer, clips, pairs):
+    fa = np.stack([clips[a].frames for a, _, _ in pairs])
+    fb = np.stack([clips[b].frames for _, b, _ in pairs])
+    return trainer.evaluate([(fa, fb, np.array([lab for _, _, lab in pairs], np.float32))])[0]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--steps-per-round", type=int, default=10)
+    parser.add_argument("--quick", action="store_true", help="one seed, fixed target, random policy, perfect teacher")
+    args = parser.parse_args()
+    envs = [False] if args.quick else [False, True]
+    policies = ["random"] if args.quick else ["random", "learning"]
+    teachers = list(TEACHERS)[:1] if args.quick else list(TEACHERS)
+    seeds = range(1 if args.quick else args.seeds)
+    tasks = [(rt, pol, t, s, m, args.steps_per_round)
+             for t, rt, pol, s, m in itertools.product(teachers, envs, policies, seeds, METHODS)]
+    start = time.perf_counter()
+    with multiprocessing.get_context("spawn").Pool(args.workers) as pool:
+        done = dict(pool.imap_unordered(run, tasks))
+    print(f"{len(tasks)} runs in {time.perf_counter() - start:.0f} s\n")
+    for teacher in teachers:
+        print(f"## Teacher: {teacher}\n")
+        print("| env | clips | selection | " + " | ".join(f"{m} labels: acc / rho" for m in MILESTONES) + " |")
+        print("|---|---|---|" + "---|" * len(MILESTONES))
+        for rt, pol, m in itertools.product(envs, policies, METHODS):
+            cells = []
+            for milestone in MILESTONES:
+                acc = [done[(rt, pol, teacher, s, m, args.steps_per_round)][milestone][0] for s in seeds]
+                rho = [done[(rt, pol, teacher, s, m, args.steps_per_round)][milestone][1] for s in seeds]
+                cells.append(f"{np.mean(acc):.3f} ± {np.std(acc):.3f} / {np.mean(rho):.2f} ± {np.std(rho):.2f}")
+            env = "random target" if rt else "fixed target"
+            print(f"| {env} | {pol} | {m} | " + " | ".join(cells) + " |")
+        print()
+
+
+if __name__ == "__main__":
+    main()

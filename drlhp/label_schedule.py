@@ -1,0 +1,60 @@
+"""How many labels a run may have asked for by a given env step.
+
+A run asks an initial batch (the labels reward training starts from) as soon as
+there are clips, then the rest of its budget at a rate that falls as the agent
+learns: Christiano et al. 2017 ask at a rate proportional to ``T0 / (T + T0)``
+after ``T`` env steps; imitation offers ``constant``, ``hyperbolic`` (``1 / (1 + t)``)
+and ``inverse_quadratic`` (``1 / (1 + t^2)``) in the fraction ``t`` of the run.
+Here ``t = T / T0``, with ``T0`` the horizon unless set: ``hyperbolic`` with
+the horizon as ``T0`` is imitation's, with a ``T0`` of your choosing the paper's.
+The budget is spent by the horizon; the labels allowed are the rate's integral.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable, Dict, Optional
+
+#: The integral from 0 to t of each rate, in units of T0.
+_RATE_INTEGRALS: Dict[str, Callable[[float], float]] = {
+    "constant": lambda t: t,
+    "hyperbolic": math.log1p,
+    "inverse_quadratic": math.atan,
+}
+SCHEDULES = tuple(_RATE_INTEGRALS)
+
+
+@dataclass(frozen=True)
+class LabelSchedule:
+    """``allowed(env_steps)``: the labels a run may have asked for by then.
+
+    Attributes:
+        budget: labels in all (None: no limit; labels are then asked as fast as clips come).
+        initial: labels asked at once, before any rate applies (counted in the budget).
+        kind: one of ``SCHEDULES``.
+        horizon: env steps (all envs together) by which the budget is spent.
+        t0: env steps over which the rate falls (the paper's T0); None: ``horizon``.
+    """
+
+    budget: Optional[int]
+    initial: int = 0
+    kind: str = "hyperbolic"
+    horizon: int = 1_000_000
+    t0: Optional[int] = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in _RATE_INTEGRALS:
+            raise ValueError(f"label_schedule must be one of {SCHEDULES}, got {self.kind!r}")
+        if self.budget is not None and not 0 <= self.initial <= self.budget:
+            raise ValueError(f"the initial labels (n_initial_prefs={self.initial}) must fit in the label budget "
+                             f"({self.budget}); raise label_budget or lower n_initial_prefs")
+        if self.horizon < 1 or (self.t0 is not None and self.t0 < 1):
+            raise ValueError(f"label_schedule_steps and label_schedule_t0 must be >= 1, got {self.horizon}, {self.t0}")
+
+    def allowed(self, env_steps: int) -> float:
+        """Labels that may have been asked after ``env_steps`` env steps (``inf`` without a budget)."""
+        if self.budget is None:
+            return math.inf
+        integral, t0 = _RATE_INTEGRALS[self.kind], self.t0 or self.horizon
+        done = integral(min(env_steps, self.horizon) / t0) / integral(self.horizon / t0)
+        return self.initial + math.floor((self.budget - self.initial) * done + 1e-9)

@@ -21,7 +21,8 @@ from drlhp import HumanPreferencesEnvWrapper
 def measure(name: str, seconds: float, prefs_per_segment: float) -> None:
     one_thread()
     with tempfile.TemporaryDirectory() as tmp:
-        env = HumanPreferencesEnvWrapper(make_env(name), collect_prefs=True, train_reward=False, log_dir=tmp, label_budget=None,
+        env = HumanPreferencesEnvWrapper(make_env(name), collect_prefs=True, train_reward=False, log_dir=tmp,
+                                         label_budget=None,
                                          log_level=30, autosave_prefs=False,
                                          synthetic_prefs_per_segment=prefs_per_segment)
         with env:

@@ -65,7 +65,8 @@ def main() -> None:
     one_thread()
     rng = np.random.default_rng(0)
     with tempfile.TemporaryDirectory() as log_dir:
-        env = HumanPreferencesEnvWrapper(make_env("moving_dot"), log_dir=log_dir, max_prefs_in_db=MAX_PREFS, label_budget=None,
+        env = HumanPreferencesEnvWrapper(make_env("moving_dot"), log_dir=log_dir, max_prefs_in_db=MAX_PREFS,
+                                         label_budget=None,
                                          seed=0, log_level=30)
         pids = {"main": os.getpid(), **{name.split("_")[-1]: p.pid for name, p in env.pipeline.processes.items()}}
         start = time.monotonic()

@@ -1,8 +1,10 @@
 """Reward-trainer throughput: preference pairs trained per second by drlhp's trainer
 process vs a bare PyTorch loop of the same network, batch size and data, same run.
 
-drlhp: workflow 3 (train from a saved preference database, default settings:
-checkpoint + normaliser fit + validation every 100 steps, one torch thread).
+drlhp: workflow 3 (train from a saved preference database: checkpoint + normaliser
+fit + validation every 100 steps, one torch thread), with one network and 16 pairs a
+step like the bare loop (``SAME_AS_BARE``): this measures the loop around the
+network, not the ensemble's extra work (``ensemble_forward.py``, the README).
 Bare loop: sample indices, stack frames, convert, forward, loss, backward, step.
 Aim: drlhp >= 0.9x the bare loop. Then ``drlhp train-reward``'s loop (the same
 code, in this process) on the same database: aim within 10 % of the trainer process.
@@ -25,6 +27,8 @@ from drlhp.reward_predictor import NetConfig, build_reward_net, preference_loss,
 from drlhp.segments import Segment
 
 BATCH, LENGTH, N_SEGMENTS, N_PREFS = 16, 25, 200, 600
+SAME_AS_BARE = dict(ensemble_size=1, reward_predictor_batch_size=BATCH, reward_predictor_lr=3e-4,
+                    reward_predictor_dropout=0.5, noise_prob=0.0, adaptive_l2=False, reward_predictor_weight_decay=0.0)
 
 
 def random_segments(shape, rng) -> list[Segment]:
@@ -33,7 +37,7 @@ def random_segments(shape, rng) -> list[Segment]:
 
 
 def bare_loop_pairs_per_s(segments, spec, n_steps: int, rng) -> float:
-    net = build_reward_net(NetConfig(spec)).train()
+    net = build_reward_net(NetConfig(spec, dropout=0.5)).train()
     opt = torch.optim.Adam(net.parameters(), lr=3e-4)
     frames = np.stack([s.frames for s in segments])
     pairs = rng.integers(0, N_SEGMENTS, (N_PREFS, 2))
@@ -42,7 +46,7 @@ def bare_loop_pairs_per_s(segments, spec, n_steps: int, rng) -> float:
     def step():
         idx = rng.integers(0, N_PREFS, BATCH)
         both = np.concatenate([frames[pairs[idx, 0]], frames[pairs[idx, 1]]]).reshape(-1, *spec.shape)
-        returns = segment_returns(net, frames_to_net_input(both, spec), 2 * BATCH)
+        returns = segment_returns(net, frames_to_net_input(both, spec), 2 * BATCH)[:, 0]  # one member
         loss = preference_loss(returns[:BATCH], returns[BATCH:], torch.from_numpy(labels[idx]))
         opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -62,7 +66,8 @@ def drlhp_pairs_per_s(name: str, segments, n_steps: int, rng, tmp: str) -> float
         buffer.add(segments[a], segments[b], float(rng.integers(0, 2)))
     buffer.save(tmp + "/prefs")
     env = HumanPreferencesEnvWrapper(make_env(name), prefs_dir=tmp + "/prefs", collect_prefs=False, train_reward=True,
-                                     n_initial_training_steps=10**9, log_dir=tmp + "/log", log_level=30)
+                                     n_initial_training_steps=10**9, log_dir=tmp + "/log", log_level=30,
+                                     **SAME_AS_BARE)
     with env:
         counter = lambda: env.stats()["training_steps"]  # noqa: E731
         while counter() < 3:  # warm-up; the trainer process works on its own core
@@ -82,7 +87,8 @@ def offline_pairs_per_s(n_steps: int, tmp: str) -> float:
     def on_step(step: int, total: int) -> None:
         times[step] = time.perf_counter()
 
-    train_reward(tmp + "/prefs", tmp + "/offline", steps=n_steps + 3, on_step=on_step)
+    train_reward(tmp + "/prefs", tmp + "/offline", steps=n_steps + 3, on_step=on_step, ensemble_size=1,
+                 batch_size=BATCH, lr=3e-4, dropout=0.5, noise_prob=0.0, adaptive_l2=False, weight_decay=0.0)
     return n_steps * BATCH / (times[n_steps + 3] - times[3])  # after 3 warm-up steps, as for the others
 
 

@@ -19,6 +19,10 @@ from typing import List, Optional
 
 from tqdm import tqdm
 
+from drlhp.config import PreferenceConfig
+
+DEFAULTS = PreferenceConfig()  # train-reward trains as a wrapper's trainer would
+
 
 class _TqdmHandler(logging.Handler):
     """Log lines above the progress bar instead of through it."""
@@ -82,6 +86,7 @@ def cmd_train_reward(args) -> None:
     row = train_reward(args.prefs_dir, args.log_dir, args.steps, args.epochs, on_step=on_step,
                        batch_size=args.batch_size, lr=args.lr, ckpt_interval=args.ckpt_interval,
                        dropout=args.dropout, batchnorm=args.batchnorm, weight_decay=args.weight_decay,
+                       ensemble_size=args.ensemble_size, adaptive_l2=args.adaptive_l2,
                        noise_prob=args.noise_prob, val_fraction=args.val_fraction, seed=args.seed,
                        tensorboard_log=args.tensorboard_log)
     bar.close()
@@ -144,13 +149,17 @@ def build_parser() -> argparse.ArgumentParser:
     length.add_argument("--steps", type=int, default=None, help="training steps (default: 1000)")
     length.add_argument("--epochs", type=float, help="passes over the training pairs")
     p.add_argument("--log-dir", default=f"drlhp_logs/train_reward/{stamp}", help="checkpoints and metrics")
-    p.add_argument("--batch-size", type=int, default=16)
-    p.add_argument("--lr", type=float, default=3e-4)
+    p.add_argument("--batch-size", type=int, default=DEFAULTS.reward_predictor_batch_size)
+    p.add_argument("--lr", type=float, default=DEFAULTS.reward_predictor_lr)
     p.add_argument("--ckpt-interval", type=int, default=100, help="checkpoint (and validate) every this many steps")
-    p.add_argument("--dropout", type=float, default=0.5)
+    p.add_argument("--dropout", type=float, default=DEFAULTS.reward_predictor_dropout)
+    p.add_argument("--ensemble-size", type=int, default=DEFAULTS.ensemble_size)
     p.add_argument("--batchnorm", action="store_true")
-    p.add_argument("--weight-decay", type=float, default=0.0)
-    p.add_argument("--noise-prob", type=float, default=0.0)
+    p.add_argument("--weight-decay", type=float, default=DEFAULTS.reward_predictor_weight_decay,
+                   help="L2 penalty (its starting value with adaptive L2)")
+    p.add_argument("--no-adaptive-l2", dest="adaptive_l2", action="store_false",
+                   help="keep the L2 penalty fixed instead of steering val/train loss into 1.1-1.5")
+    p.add_argument("--noise-prob", type=float, default=DEFAULTS.noise_prob)
     p.add_argument("--val-fraction", type=float, default=0.2,
                    help="used to route journaled labels not yet in a snapshot (default: 0.2)")
     p.add_argument("--seed", type=int, default=None)

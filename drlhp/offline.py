@@ -21,7 +21,8 @@ from drlhp.frames import infer_frame_spec
 from drlhp.log_dir_lock import LogDirLock
 from drlhp.pref_db import PrefBuffer, clip_format
 from drlhp.processes import SharedStats
-from drlhp.reward_predictor import CHECKPOINT_DIRNAME, DEFAULT_ENSEMBLE_SIZE, NetConfig, RewardPredictor, checkpoint_path
+from drlhp.reward_predictor import (CHECKPOINT_DIRNAME, DEFAULT_ENSEMBLE_SIZE, NetConfig, RewardPredictor,
+                                    checkpoint_path)
 from drlhp.reward_trainer import RewardTrainer
 from drlhp.tensorboard_log import require_tensorboard
 from drlhp.trainer_process import RewardTrainingLoop, TrainerConfig
@@ -39,7 +40,7 @@ def train_reward(prefs_dir: str, log_dir: str, steps: Optional[int] = None, epoc
     if (steps is None) == (epochs is None):
         raise ValueError("give either steps or epochs")
     shape, dtype = clip_format(prefs_dir)
-    net = NetConfig(infer_frame_spec(np.zeros(shape[1:], dtype)), settings.pop("dropout", 0.5),
+    net = NetConfig(infer_frame_spec(np.zeros(shape[1:], dtype)), settings.pop("dropout", 0.2),
                     settings.pop("batchnorm", False), n_members=settings.pop("ensemble_size", DEFAULT_ENSEMBLE_SIZE))
     settings.setdefault("n_initial_prefs", 1)
     if settings.get("tensorboard_log"):

@@ -67,6 +67,9 @@ class DisagreementScorer:
         except ValueError as e:  # e.g. replaced while read: the next poll tries again
             log.debug("could not load %s yet: %s", self.ckpt_path, e)
             return
+        if self._version is None:
+            log.info("picking pairs by the disagreement of the %d-member ensemble in %s", self.predictor.n_members,
+                     self.ckpt_path)
         self._version = version
         self._generation += 1
 

@@ -129,14 +129,15 @@ class PreferencePipeline:
         self._run_start, self._commands, self._replies = ctx.Queue(1), ctx.Queue(), ctx.Queue()
         self._interface_stop, self._trainer_stop = StopFlag(ctx), StopFlag(ctx)
         trainer_config = TrainerConfig(
-            net=NetConfig(frame_spec, c.reward_predictor_dropout, c.reward_predictor_batchnorm, n_members=c.ensemble_size),
+            net=NetConfig(frame_spec, c.reward_predictor_dropout, c.reward_predictor_batchnorm,
+                          n_members=c.ensemble_size),
             segment_length=c.segment_length, log_dir=c.log_dir, collect_prefs=c.collect_prefs,
             train_reward=c.train_reward, prefs_dir=c.prefs_dir,
             pretrained_ckpt=pretrained_ckpt, max_prefs_in_db=c.max_prefs_in_db, val_fraction=c.val_fraction,
             n_initial_prefs=c.n_initial_prefs, n_initial_training_steps=c.n_initial_training_steps,
             ckpt_interval=c.reward_predictor_ckpt_interval, batch_size=c.reward_predictor_batch_size,
             lr=c.reward_predictor_lr, noise_prob=c.noise_prob, weight_decay=c.reward_predictor_weight_decay,
-            adaptive_l2=c.adaptive_l2,
+            adaptive_l2=c.adaptive_l2, label_budget=c.label_budget if c.collect_prefs else None,
             reward_scale=c.reward_scale, torch_threads=c.trainer_torch_threads, seed=c.seed,
             autosave_prefs=c.autosave_prefs, autosave_interval=c.prefs_autosave_interval, resume=c.resume,
             tensorboard_log=c.tensorboard_log,
@@ -148,11 +149,13 @@ class PreferencePipeline:
             if c.collect_prefs:
                 n_slots = c.segment_queue_size or max(8, 2 * self.n_envs)
                 self._channel = SegmentChannel(ctx, frame_spec, c.segment_length, n_slots)
-                selects = c.pair_selection == "disagreement" and c.ensemble_size > 1
+                # The ensemble that judges pairs: the one being trained, else the pretrained one (if any).
+                selection_ckpt = self._ckpt_path if c.train_reward else pretrained_ckpt
+                selects = c.pair_selection == "disagreement" and selection_ckpt is not None
                 interface_config = InterfaceConfig(c.max_segs, c.seed, c.labeller, c.synthetic_prefs_per_segment, human,
                                                    journal_log_dir=c.log_dir if c.autosave_prefs else None,
                                                    schedule=c.schedule, teacher=c.synthetic_teacher,
-                                                   selection_ckpt=self._ckpt_path if selects else None,
+                                                   selection_ckpt=selection_ckpt if selects else None,
                                                    n_candidate_pairs=c.n_candidate_pairs)
                 self._workers.start("pref_interface", run_pref_interface, interface_config, self._channel,
                                     self._pref_queue, self._run_start, self._interface_stop, self._stats,

@@ -47,7 +47,7 @@ class NetConfig:
     """Everything needed to rebuild a reward network (stored in each checkpoint)."""
 
     frame_spec: FrameSpec
-    dropout: float = 0.5
+    dropout: float = 0.2
     batchnorm: bool = False
     hidden: int = 64
     n_members: int = 1

@@ -71,10 +71,11 @@ class HumanPreferencesLogger(BaseCallback):
     """Adds drlhp's figures to SB3's logger at the end of each rollout: TensorBoard, CSV, stdout alike.
 
     ``model.learn(..., callback=HumanPreferencesLogger())`` with a ``HumanPreferencesVecEnvWrapper``
-    anywhere in the model's env stack records, under ``drlhp/``: the run's labels, reward-training
-    steps, clips dropped, the database's MiB in memory, whether the predicted reward is in use,
-    and ``reward_correlation``: Pearson's r between the predicted and the true reward of the
-    rollout's steps (how well the agent's reward follows the env's, where the env has one).
+    anywhere in the model's env stack records, under ``drlhp/``: the run's labels (those asked, and
+    the budget's remaining), reward-training steps, clips dropped, the database's MiB in memory,
+    whether the predicted reward is in use, and ``reward_correlation``: Pearson's r between the
+    predicted and the true reward of the rollout's steps (how well the agent's reward follows the
+    env's, where the env has one).
     """
 
     def __init__(self, verbose: int = 0) -> None:
@@ -105,6 +106,9 @@ class HumanPreferencesLogger(BaseCallback):
         wrapper = self._wrapper()
         stats = wrapper.stats()
         self.logger.record("drlhp/labels", stats.get("run_labels", 0))
+        self.logger.record("drlhp/labels_asked", stats.get("labels_asked", 0))
+        if stats.get("labels_remaining") is not None:
+            self.logger.record("drlhp/labels_remaining", stats["labels_remaining"])
         self.logger.record("drlhp/reward_training_steps", stats.get("training_steps", 0))
         self.logger.record("drlhp/segments_dropped", stats["segments_dropped"])
         self.logger.record("drlhp/db_mib", stats.get("db_bytes", 0) / 2 ** 20)

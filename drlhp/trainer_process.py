@@ -49,8 +49,8 @@ log = logging.getLogger("drlhp.trainer")
 STARTUP_ERRORS = (LogDirHasLabelsError, PrefDBFormatError, FileNotFoundError, ValueError)
 #: A snapshot is due once this many labels, and as many as the database's older ones, arrived since the last.
 MIN_LABELS_PER_SNAPSHOT = 100
-METRICS_COLUMNS = ("training_step", "wall_time_s", "labels", "n_train_prefs", "n_val_prefs", "train_loss",
-                   "train_accuracy", "val_loss", "val_accuracy", "l2_coefficient", "pairs_per_second")
+METRICS_COLUMNS = ("training_step", "wall_time_s", "labels", "labels_asked", "labels_remaining", "n_train_prefs",
+                   "n_val_prefs", "train_loss", "train_accuracy", "val_loss", "val_accuracy", "l2_coefficient", "pairs_per_second")
 
 
 @dataclass(frozen=True)
@@ -69,11 +69,11 @@ class TrainerConfig:
     n_initial_prefs: int = 40
     n_initial_training_steps: int = 50
     ckpt_interval: int = 100
-    batch_size: int = 16
-    lr: float = 3e-4
-    noise_prob: float = 0.0
-    weight_decay: float = 0.0
-    adaptive_l2: bool = False
+    batch_size: int = 8
+    lr: float = 1e-3
+    noise_prob: float = 0.1
+    weight_decay: float = 1e-4
+    adaptive_l2: bool = True
     reward_scale: float = 0.05
     n_val_pairs: int = 128
     n_normaliser_segments: int = 32
@@ -83,6 +83,7 @@ class TrainerConfig:
     autosave_interval: Optional[float] = None  # seconds; None: snapshots only as the journal grows, and at the end
     resume: bool = False
     tensorboard_log: Optional[str] = None  # a directory for TensorBoard runs (None: none)
+    label_budget: Optional[int] = None  # only reported: the interface keeps to it
 
     @property
     def ckpt_path(self) -> str:
@@ -219,7 +220,8 @@ class RewardTrainingLoop:
                         break
                 self._check_receiver()
                 n_labels = len(self.buffer.train_db) + len(self.buffer.val_db)
-                can_train = self.config.train_reward and len(self.buffer.train_db) and n_labels >= self.config.n_initial_prefs
+                can_train = (self.config.train_reward and len(self.buffer.train_db) > 0
+                             and n_labels >= self.config.n_initial_prefs)
                 self._serve_command(timeout=0.0 if can_train else 0.05)
                 if can_train:
                     self._train_step()
@@ -344,11 +346,13 @@ class RewardTrainingLoop:
             val_loss, val_acc = self.trainer.evaluate(self._batches(self.buffer.val_db, self.config.n_val_pairs))
             if self.config.adaptive_l2:
                 self._adapt_l2(val_loss)
-        now = time.monotonic()
+        now, budget, asked = time.monotonic(), self.config.label_budget, self.stats.labels_asked.value
         row = {
             "training_step": self.step,
             "wall_time_s": round(now - self._start, 3),
             "labels": self.buffer.n_received,
+            "labels_asked": asked,
+            "labels_remaining": float("nan") if budget is None else max(0, budget - asked),
             "n_train_prefs": len(self.buffer.train_db),
             "n_val_prefs": len(self.buffer.val_db),
             "train_loss": float(np.mean(self._recent["loss"])),
@@ -368,6 +372,7 @@ class RewardTrainingLoop:
                 "reward/train_loss": row["train_loss"], "reward/train_accuracy": row["train_accuracy"],
                 "reward/val_loss": val_loss, "reward/val_accuracy": val_acc,
                 "reward/pairs_per_second": row["pairs_per_second"], "reward/labels": self.buffer.n_received,
+                "reward/labels_asked": row["labels_asked"],
                 "reward/prefs_in_db": row["n_train_prefs"] + row["n_val_prefs"],
                 "reward/l2_coefficient": self.trainer.weight_decay,
                 "reward/raw_reward_mean": float(np.mean(normaliser.mean)),

@@ -1,11 +1,13 @@
 """Train SB3 PPO on the bundled MovingDot env from synthetic preferences only.
 
-The agent never sees the env's reward. First a random policy plays until the
-reward predictor has trained on preferences over its clips (the paper's
-pre-training phase); then PPO learns from the predicted reward only, while new
-clips keep being labelled and the predictor keeps training. It prints the
-*true* episode return as it learns (random policy: about 35; best: about 49).
-8 envs step together (``--n-envs``); one drlhp pipeline serves them all.
+The agent never sees the env's reward. First a random policy plays until 40
+pairs of its clips are labelled, and the reward predictor (an ensemble of 3)
+trains on them (the paper's pre-training phase); then PPO learns from the
+predicted reward only, while new pairs -- those the ensemble disagrees on most --
+keep being labelled on a falling schedule, 300 labels in all (``--label-budget``),
+and the predictor keeps training. It prints the *true* episode return as it learns
+(random policy: about 35; best: about 49) and the labels used. 8 envs step together
+(``--n-envs``); one drlhp pipeline serves them all.
 
     python examples/moving_dot_ppo.py --total-timesteps 30000
     python examples/moving_dot_ppo.py --human --n-initial-prefs 20   # you label the clips

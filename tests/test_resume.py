@@ -187,8 +187,8 @@ def test_every_acknowledged_label_survives_a_sigkill_exactly_once(tmp_path, vict
 
 def test_journal_and_snapshot_agree_after_10000_synthetic_labels(tmp_path):
     with HumanPreferencesEnvWrapper(FakePixelEnv(shape=(4, 4, 1)), log_dir=str(tmp_path), train_reward=False,
-                                    max_prefs_in_db=20_000, label_budget=None, segment_length=2, synthetic_prefs_per_segment=8,
-                                    max_segs=400, seed=0, log_level=30) as env:
+                                    max_prefs_in_db=20_000, label_budget=None, segment_length=2,
+                                    synthetic_prefs_per_segment=8, max_segs=400, seed=0, log_level=30) as env:
         step_until(env, lambda: env.stats()["prefs_received"] >= 10_000, timeout=240)
     buffer, _ = saved_labels(tmp_path, max_prefs=20_000)  # the snapshot written on close
     records = list(read_journal(str(tmp_path)))  # what the journal still holds (since the last compaction)

@@ -155,3 +155,14 @@ def test_stats_report_the_bytes_the_database_holds(tmp_path):
     with HumanPreferencesEnvWrapper(FakePixelEnv(), prefs_dir=str(tmp_path / "prefs"), collect_prefs=False,
                                     log_dir=str(tmp_path / "run"), **FAST) as env:
         assert wait_for(lambda: env.stats()["db_bytes"] == expected, timeout=30), env.stats()
+
+
+def test_wait_for_reward_predictor_pretrains_on_the_initial_labels_without_stepping(tmp_path):
+    with HumanPreferencesEnvWrapper(FakePixelEnv(), log_dir=str(tmp_path), **FAST) as env:
+        step_until(env, lambda: env.stats()["run_labels"] >= FAST["n_initial_prefs"])
+        steps = env.stats()["env_steps"]
+        env.wait_for_reward_predictor(timeout=60)
+        assert env.using_reward_from_predictor and env.stats()["env_steps"] == steps
+    with HumanPreferencesEnvWrapper(FakePixelEnv(), log_dir=str(tmp_path / "idle"), train_reward=False, **FAST) as env:
+        with pytest.raises(TimeoutError, match="not ready within 0.2 s"):
+            env.wait_for_reward_predictor(timeout=0.2)

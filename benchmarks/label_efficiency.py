@@ -13,7 +13,8 @@ scored on 1,000 fresh pairs of fresh clips of the same policy: held-out accuracy
 the predicted vs true return difference; pairs of equal true return left out), and the
 Spearman rho of per-frame predicted vs true reward. Mean +- sd over ``--seeds`` seeds.
 
-    python benchmarks/label_efficiency.py [--seeds 3] [--workers 2] [--quick]
+    python benchmarks/label_efficiency.py [--seeds 3] [--workers 2] [--steps-per-round 10] [--quick]
+        [--targets fixed random] [--policies random learning] [--teachers perfect noisy]
 """
 from __future__ import annotations
 
@@ -124,12 +125,17 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--steps-per-round", type=int, default=10)
+    parser.add_argument("--targets", nargs="+", choices=("fixed", "random"), default=["fixed", "random"])
+    parser.add_argument("--policies", nargs="+", choices=("random", "learning"), default=["random", "learning"])
+    parser.add_argument("--teachers", nargs="+", choices=("perfect", "noisy"), default=["perfect", "noisy"])
     parser.add_argument("--quick", action="store_true", help="one seed, fixed target, random policy, perfect teacher")
     args = parser.parse_args()
-    envs = [False] if args.quick else [False, True]
-    policies = ["random"] if args.quick else ["random", "learning"]
-    teachers = list(TEACHERS)[:1] if args.quick else list(TEACHERS)
-    seeds = range(1 if args.quick else args.seeds)
+    if args.quick:
+        args.seeds, args.targets, args.policies, args.teachers = 1, ["fixed"], ["random"], ["perfect"]
+    envs = [t == "random" for t in args.targets]
+    policies = args.policies
+    teachers = [name for name in TEACHERS if name.split()[0] in args.teachers]
+    seeds = range(args.seeds)
     tasks = [(rt, pol, t, s, m, args.steps_per_round)
              for t, rt, pol, s, m in itertools.product(teachers, envs, policies, seeds, METHODS)]
     start = time.perf_counter()

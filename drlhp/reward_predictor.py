@@ -7,18 +7,17 @@ the labeller answered uniformly at random (Christiano et al. 2017 use 0.1).
 
 The members of an ensemble (the paper uses 3) are one network with grouped
 layers: member ``m`` owns channel group ``m`` of every convolution and slice
-``m`` of every dense layer, so all members run in one call of each layer. The
-env process's batch-1 forward pass then costs about what one member's does
-(``benchmarks/ensemble_forward.py``), where separate networks would cost M times
-the per-layer call overhead that dominates small batches.
+``m`` of every dense layer, so all members run in one call of each layer: the
+env process's batch-1 forward pass (``drlhp.inference``) costs 1.3–1.6 times one
+member's (``benchmarks/ensemble_forward.py``), where separate networks would cost
+M times the per-layer call overhead that dominates small batches.
 """
 from __future__ import annotations
 
 import math
 import os
 from dataclasses import asdict, dataclass
-from functools import partial
-from typing import Callable, List, Optional
+from typing import Optional
 
 import numpy as np
 import torch
@@ -27,6 +26,7 @@ from torch import nn
 
 from drlhp.files import atomic_write
 from drlhp.frames import FrameSpec, frames_to_net_input
+from drlhp.inference import inference_ops, member_linear
 from drlhp.normaliser import RewardNormaliser
 
 CHECKPOINT_DIRNAME = "reward_predictor_checkpoints"
@@ -61,13 +61,6 @@ class NetConfig:
     def from_dict(cls, d: dict) -> "NetConfig":
         return cls(FrameSpec.from_dict(d["frame_spec"]), float(d["dropout"]), bool(d["batchnorm"]), int(d["hidden"]),
                    int(d.get("n_members", 1)))
-
-
-def member_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
-    """Each member's dense layer on its own slice: ``x`` (B, M*F) -> (B, M*H); ``weight`` (M, H, F)."""
-    m, h, f = weight.shape
-    return torch.baddbmm(bias.unsqueeze(1), x.view(-1, m, f).transpose(0, 1), weight.transpose(1, 2)) \
-        .transpose(0, 1).reshape(-1, m * h)
 
 
 class MemberLinear(nn.Module):
@@ -130,38 +123,6 @@ def _channels_last(x: torch.Tensor) -> torch.Tensor:
     return x.contiguous(memory_format=torch.channels_last) if x.dim() == 4 else x
 
 
-def inference_ops(net: nn.Module) -> List[Callable[[torch.Tensor], torch.Tensor]]:
-    """The eval-mode network, fed one input shared by all members, as a list of plain function calls.
-
-    Calling these in turn on ``frames_to_net_input(frames)`` gives the same output as
-    ``net.eval()(member_input(...))`` without PyTorch's per-module dispatch or the
-    no-op dropouts: about a quarter less time for the env process's batch-1 forward
-    pass on every step. As every member sees the same frame, the first layer is one
-    ordinary convolution (or dense layer) with all members' filters, rather than a
-    grouped one on M copies of the input. The calls share ``net``'s parameters.
-    """
-    ops: List[Callable] = []
-    for m in net.modules():
-        first = not ops
-        if isinstance(m, nn.Conv2d):
-            ops.append(partial(F.conv2d, weight=m.weight, bias=m.bias, stride=m.stride, padding=m.padding,
-                               groups=1 if first else m.groups))
-        elif isinstance(m, MemberLinear):
-            if first:
-                ops.append(partial(F.linear, weight=m.weight.flatten(0, 1), bias=m.bias.flatten()))
-            else:
-                ops.append(partial(member_linear, weight=m.weight, bias=m.bias))
-        elif isinstance(m, nn.LeakyReLU):
-            ops.append(partial(F.leaky_relu, negative_slope=m.negative_slope, inplace=True))
-        elif isinstance(m, nn.Flatten):
-            ops.append(partial(torch.flatten, start_dim=1))
-        elif isinstance(m, (nn.BatchNorm1d, nn.BatchNorm2d)):
-            ops.append(m.eval())
-        elif not isinstance(m, (nn.Sequential, nn.Dropout)):
-            raise TypeError(f"no inference op for {type(m).__name__}")
-    return ops
-
-
 def segment_returns(net: nn.Module, frames: torch.Tensor, n_segments: int) -> torch.Tensor:
     """Each member's sum of per-frame rewards: net input of (n_segments * length) frames -> (n_segments, M)."""
     out = net(frames)
@@ -207,7 +168,8 @@ class RewardPredictor:
         self.net = net if net is not None else build_reward_net(config)
         self.normaliser = normaliser or RewardNormaliser(mean=(0.0,) * config.n_members, std=(1.0,) * config.n_members)
         self.training_step = training_step
-        self._ops = inference_ops(self.net)
+        self._ops = inference_ops(self.net, config.frame_spec.net_input_shape)
+        self._ops_one_frame = inference_ops(self.net, config.frame_spec.net_input_shape, one_frame=True)
 
     @property
     def n_members(self) -> int:
@@ -217,7 +179,7 @@ class RewardPredictor:
         if self.net.training:  # the trainer's steps leave batchnorm in training mode; eval() costs ~0.15 ms
             self.net.eval()
         x = frames_to_net_input(frames, self.config.frame_spec)
-        for op in self._ops:
+        for op in self._ops_one_frame if len(frames) == 1 else self._ops:
             x = op(x)
         return x
 

@@ -50,6 +50,21 @@ def test_each_member_is_an_independent_network(frames, batchnorm):
     np.testing.assert_allclose(members, module_out.numpy(), rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("shape", [(84, 84, 4), (64, 64, 1), (20, 20, 3)])  # (20, 20, 3): "same" padding
+def test_the_one_frame_path_matches_the_network_after_training_in_place(shape):
+    frames = np.random.default_rng(2).integers(0, 256, (16, *shape), dtype=np.uint8)
+    p = ensemble(frames=frames)
+    trainer = RewardTrainer(p, lr=1e-2)  # the inference calls must see weights trained after they were built
+    pairs = (np.stack([frames[:8].reshape(4, 2, *shape)] * 3), np.stack([frames[8:].reshape(4, 2, *shape)] * 3))
+    trainer.train_step(*pairs, np.ones((3, 4), np.float32))
+    with torch.no_grad():
+        net_input = torch.from_numpy(frames[:4]).float().permute(0, 3, 1, 2) / 255
+        module_out = p.net.eval()(member_input(net_input, 3)).numpy()
+    one_at_a_time = np.concatenate([p.member_rewards(frames[i:i + 1]) for i in range(4)])
+    np.testing.assert_allclose(one_at_a_time, module_out, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(p.member_rewards(frames[:4]), module_out, rtol=1e-4, atol=1e-5)
+
+
 def test_a_training_step_moves_each_member_by_its_own_pairs_only():
     p = ensemble(dropout=0.0)
     trainer = RewardTrainer(p, lr=1e-2)

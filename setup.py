@@ -7,6 +7,7 @@ setup(
     long_description=open("README.md").read() if __import__("os").path.exists("README.md") else "",
     long_description_content_type="text/markdown",
     packages=find_packages(include=["drlhp", "drlhp.*"]),
+    package_data={"drlhp": ["web_static/*"]},
     python_requires=">=3.9",
     install_requires=[
         "gymnasium>=1.0,<2",
@@ -18,11 +19,12 @@ setup(
     entry_points={"console_scripts": ["drlhp=drlhp.cli:main"]},
     extras_require={
         "gui": ["opencv-python>=4.8"],
+        "web": ["aiohttp>=3.9", "pillow>=9"],
         "sb3": ["stable-baselines3>=2.3"],
         "examples": ["stable-baselines3>=2.3", "ale-py>=0.9"],
         "plot": ["matplotlib>=3.7"],
         "tensorboard": ["tensorboard>=2.10"],
         "dev": ["pytest>=7", "pytest-timeout>=2", "scipy>=1.10", "stable-baselines3>=2.3", "opencv-python>=4.8",
-                "matplotlib>=3.7", "tensorboard>=2.10"],
+                "matplotlib>=3.7", "tensorboard>=2.10", "aiohttp>=3.9", "pillow>=9", "playwright>=1.40"],
     },
 )

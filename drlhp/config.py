@@ -24,6 +24,9 @@ from drlhp.run_dir import can_resume
 from drlhp.tensorboard_log import require_tensorboard
 
 
+LABELLING = ("terminal", "web")
+
+
 @dataclass(frozen=True)
 class PreferenceConfig:
     """Settings of a drlhp run.
@@ -32,8 +35,17 @@ class PreferenceConfig:
         segment_length: frames per clip shown for a preference (25 frames: 1-2 s of Atari).
         synthetic_preferences: label pairs from the env's true reward (the clip with the
             larger true return wins, equal returns are "equally good").
-            ``False`` asks a person: the two clips loop side by side in a window while
-            the terminal asks L / R / E (Enter: can't compare). Needs a display.
+            ``False`` asks people, as ``labelling`` says.
+        labelling: how people label when ``synthetic_preferences=False``: ``"terminal"``: the
+            two clips loop side by side in a window while the terminal asks L / R / E (Enter:
+            can't compare; needs a display); ``"web"``: a web page served at ``web_host``:``web_port``
+            (the address, with its token, is printed and in ``labelling_url``), for one or many
+            people at once, in their browsers.
+        web_host: the address the page is served on: ``127.0.0.1`` (this machine only; reach it
+            from a laptop with ``ssh -L``) unless you choose to serve other hosts.
+        web_port: the page's port; 0: any free port.
+        web_pair_timeout: seconds a pair handed to one labeller waits for their answer before
+            it is handed to someone else.
         collect_prefs: start the preference interface and gather labels.
         train_reward: train the reward predictor (on collected and/or loaded labels).
         log_dir: where checkpoints (``reward_predictor_checkpoints/reward_predictor.ckpt``),
@@ -125,6 +137,10 @@ class PreferenceConfig:
 
     segment_length: int = 25
     synthetic_preferences: bool = True
+    labelling: str = "terminal"
+    web_host: str = "127.0.0.1"
+    web_port: int = 8765
+    web_pair_timeout: float = 120.0
     collect_prefs: bool = True
     train_reward: bool = True
     log_dir: str = "drlhp_logs"
@@ -182,6 +198,15 @@ class PreferenceConfig:
     @property
     def human_labelling(self) -> bool:
         """True when a person answers through the built-in window + terminal."""
+        return self._people_label and self.labelling == "terminal"
+
+    @property
+    def web_labelling(self) -> bool:
+        """True when people answer on the web page."""
+        return self._people_label and self.labelling == "web"
+
+    @property
+    def _people_label(self) -> bool:
         return not self.synthetic_preferences and self.collect_prefs and self.labeller is None
 
     @classmethod
@@ -238,5 +263,18 @@ def _check(c: PreferenceConfig) -> None:
              "checkpoint to resume; check the path, or start a new run without resume=True")
     need(c.collect_prefs or not c.train_reward or c.prefs_dir is not None or c.resume,
          "train_reward=True with collect_prefs=False has nothing to train on: pass prefs_dir= (saved preferences)")
-    if c.human_labelling and (c.display_fps <= 0 or (c.display_zoom is not None and c.display_zoom < 1)):
+    need(c.labelling in LABELLING, f"labelling must be one of {LABELLING}, got {c.labelling!r}")
+    need(0 <= c.web_port <= 65535, f"web_port must be a port number (0: any free port), got {c.web_port}")
+    need(c.web_pair_timeout > 0, f"web_pair_timeout must be > 0 seconds, got {c.web_pair_timeout}")
+    if c.web_labelling:
+        _require_web()
+    if c._people_label and (c.display_fps <= 0 or (c.display_zoom is not None and c.display_zoom < 1)):
         raise ValueError(f"display_fps must be > 0 and display_zoom >= 1, got {c.display_fps}, {c.display_zoom}")
+
+
+def _require_web() -> None:
+    try:
+        import aiohttp  # noqa: F401
+        import PIL  # noqa: F401
+    except ImportError as e:
+        raise ImportError('labelling="web" serves a page with aiohttp and Pillow: pip install "drlhp[web]"') from e

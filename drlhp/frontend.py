@@ -67,6 +67,11 @@ class PipelineFrontEnd:
         """Return the predicted reward from now on; needs a checkpoint to exist."""
         self.pipeline.switch_to_predicted_reward()
 
+    @property
+    def labelling_url(self) -> Optional[str]:
+        """The labelling page's address with its token (``labelling="web"``), else None."""
+        return self.pipeline.labelling_url
+
     def wait_for_reward_predictor(self, timeout: Optional[float] = None) -> None:
         """Block until the predicted reward is returned; see ``PreferencePipeline.wait_for_reward_predictor``."""
         self.pipeline.wait_for_reward_predictor(timeout)

@@ -70,6 +70,7 @@ class HumanLabeller:
         self._episode_i = 0
         self.n_asked = 0
         self._last_answer: Optional[float] = None
+        self.last_seconds: Optional[float] = None  # how long the last answer took
         # GUI_NORMAL: no Qt toolbar or status bar, just the picture.
         self.cv2.namedWindow(PAIR_WINDOW, self.cv2.WINDOW_AUTOSIZE | self.cv2.WINDOW_GUI_NORMAL)
         self.cv2.namedWindow(EPISODE_WINDOW, self.cv2.WINDOW_AUTOSIZE | self.cv2.WINDOW_GUI_NORMAL)
@@ -131,6 +132,7 @@ class HumanLabeller:
         return None
 
     def _record(self, a: Segment, b: Segment, label, seconds, fps, since_last) -> None:
+        self.last_seconds = seconds  # the preference interface records it with the label
         if self.config.log_path:
             values = (self.n_asked, a.seg_id, b.seg_id, "" if label is None else label,
                       f"{seconds:.3f}", f"{fps:.1f}", f"{since_last:.3f}")

@@ -78,7 +78,9 @@ class MemberMajorConv:
         # Broadcast to (M, C_in, ky, kx, N, out_h, out_w).
         yy = y.t().view(1, 1, k, 1, 1, -1, 1)
         xx = x.t().view(1, 1, 1, k, 1, 1, -1)
-        mm, cc, nn_ = ar(m).view(-1, 1, 1, 1, 1, 1, 1), ar(c).view(1, -1, 1, 1, 1, 1, 1), ar(n).view(1, 1, 1, 1, -1, 1, 1)
+        mm = ar(m).view(-1, 1, 1, 1, 1, 1, 1)
+        cc = ar(c).view(1, -1, 1, 1, 1, 1, 1)
+        nn_ = ar(n).view(1, 1, 1, 1, -1, 1, 1)
         hw = self.h * self.w
         if self.member_major_input:  # (M, C, N, H, W)
             flat = (((mm * c + cc) * n + nn_) * self.h + yy) * self.w + xx
@@ -128,7 +130,8 @@ def inference_ops(net: nn.Module, in_shape: Sequence[int], one_frame: bool = Fal
 
     modules = [m for m in net.modules() if not isinstance(m, (nn.Sequential, nn.Dropout))]
     convs = [m for m in modules if isinstance(m, nn.Conv2d)]
-    gather = one_frame and bool(convs) and convs[0].groups > 1 and not any(isinstance(m, nn.BatchNorm2d) for m in modules)
+    batchnorm = any(isinstance(m, nn.BatchNorm2d) for m in modules)
+    gather = one_frame and bool(convs) and convs[0].groups > 1 and not batchnorm
     ops: List[Op] = []
     hw = tuple(in_shape[1:])
     member_major = False

@@ -22,7 +22,8 @@ File format (``log_dir/label_journal/<first seq>.journal``), a sequence of recor
 
     {"kind": "clip", "seg_id", "shape", "dtype", "episode", "env_index", "n_frame_bytes"}
         blob: zlib-compressed frames (n_frame_bytes), then float64 rewards (shape[0] of them)
-    {"kind": "label", "seq", "a", "b", "label", "time", "labeller"}
+    {"kind": "label", "seq", "a", "b", "label", "time", "labeller", "seconds"}
+        ("seconds": how long the person took to answer, or null; absent in older journals)
 
 Reading never executes anything from the file. A record cut short (a crash in
 the middle of a write) or failing its checksum ends that file's replay with a
@@ -62,6 +63,7 @@ class JournalLabel:
     label: float
     time: float  # Unix seconds
     labeller: str
+    seconds: Optional[float] = None  # how long the answer took (None: not timed, e.g. synthetic)
 
 
 def journal_dir(log_dir: str) -> str:
@@ -110,14 +112,16 @@ class JournalWriter:
         self._first_seq = self._last_seq = -1
         self._clips_in_file: set[int] = set()
 
-    def append(self, seq: int, a: PackedSegment, b: PackedSegment, label: float, labeller: str) -> None:
+    def append(self, seq: int, a: PackedSegment, b: PackedSegment, label: float, labeller: str,
+               seconds: Optional[float] = None) -> None:
         """Write one label (and its clips not yet in the current file) and fsync: it survives a power cut."""
         self._drop_covered(self._labels_in_snapshot())
         if self._fd is None:
             self._open(seq)
         records = [_clip_record(s) for s in (a, b) if s.seg_id not in self._clips_in_file]
         records.append(_record({"kind": "label", "seq": seq, "a": a.seg_id, "b": b.seg_id, "label": float(label),
-                                "time": round(time.time(), 3), "labeller": labeller}))
+                                "time": round(time.time(), 3), "labeller": labeller,
+                                "seconds": None if seconds is None else round(seconds, 3)}))
         data = memoryview(b"".join(records))
         while data:
             data = data[os.write(self._fd, data):]
@@ -186,7 +190,9 @@ def _read_file(path: str) -> Iterator[JournalLabel]:
                 label = float(meta["label"])
                 if label not in (0.0, 0.5, 1.0):
                     raise _BadRecord(f"label {label!r} is not 0, 0.5 or 1")
-                yield JournalLabel(int(meta["seq"]), a, b, label, float(meta["time"]), str(meta["labeller"]))
+                seconds = meta.get("seconds")
+                yield JournalLabel(int(meta["seq"]), a, b, label, float(meta["time"]), str(meta["labeller"]),
+                                   None if seconds is None else float(seconds))
             else:
                 raise _BadRecord(f"unknown record kind {meta.get('kind')!r}")
         except (_BadRecord, KeyError, TypeError, ValueError, zlib.error) as e:

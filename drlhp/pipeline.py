@@ -45,6 +45,8 @@ import logging
 import multiprocessing
 import os
 import queue
+import secrets
+import sys
 import time
 from typing import Any, List, Optional, Sequence
 
@@ -82,6 +84,8 @@ class PreferencePipeline:
         self._closed = True  # until the processes exist, close() has nothing to stop
         self.config, self.frame_spec, self.n_envs = config, frame_spec, n_envs
         human = _human_config(config, frame_spec) if config.human_labelling else None
+        web = _web_config(config, frame_spec) if config.web_labelling else None
+        self.labelling_url: Optional[str] = None  # the labelling page's address, token included (labelling="web")
         self._ckpt_path = os.path.join(config.log_dir, CHECKPOINT_DIRNAME, CHECKPOINT_FILENAME)
         # A checkpoint already in log_dir is from an earlier run: only load ones this run writes
         # (or, resuming, the run's own).
@@ -114,11 +118,11 @@ class PreferencePipeline:
         self._workers: Optional[Workers] = None
         self._channel: Optional[SegmentChannel] = None
         if config.collect_prefs or config.train_reward:
-            self._start_workers(pretrained_ckpt, human)
+            self._start_workers(pretrained_ckpt, human, web)
         if config.resume:
             self._maybe_reload_predictor()
 
-    def _start_workers(self, pretrained_ckpt: Optional[str], human) -> None:
+    def _start_workers(self, pretrained_ckpt: Optional[str], human, web) -> None:
         """Start the trainer (and the interface, when collecting); return once the trainer is ready."""
         c, frame_spec = self.config, self.frame_spec
         ctx = multiprocessing.get_context(c.mp_start_method)
@@ -127,6 +131,7 @@ class PreferencePipeline:
         self._closed = False
         self._pref_queue = ctx.Queue(64)
         self._run_start, self._commands, self._replies = ctx.Queue(1), ctx.Queue(), ctx.Queue()
+        self._url_queue = ctx.Queue(1)
         self._interface_stop, self._trainer_stop = StopFlag(ctx), StopFlag(ctx)
         trainer_config = TrainerConfig(
             net=NetConfig(frame_spec, c.reward_predictor_dropout, c.reward_predictor_batchnorm,
@@ -153,16 +158,19 @@ class PreferencePipeline:
                 selection_ckpt = self._ckpt_path if c.train_reward else pretrained_ckpt
                 selects = c.pair_selection == "disagreement" and selection_ckpt is not None
                 interface_config = InterfaceConfig(c.max_segs, c.seed, c.labeller, c.synthetic_prefs_per_segment, human,
-                                                   journal_log_dir=c.log_dir if c.autosave_prefs else None,
+                                                   web=web, journal_log_dir=c.log_dir if c.autosave_prefs else None,
                                                    schedule=c.schedule, teacher=c.synthetic_teacher,
                                                    selection_ckpt=selection_ckpt if selects else None,
                                                    n_candidate_pairs=c.n_candidate_pairs)
                 self._workers.start("pref_interface", run_pref_interface, interface_config, self._channel,
                                     self._pref_queue, self._run_start, self._interface_stop, self._stats,
-                                    stop_event=self._interface_stop)
+                                    self._url_queue if web else None, stop_event=self._interface_stop)
             # Wait until the trainer holds the log_dir lock and has loaded what the run starts from,
             # so a busy log_dir or a bad file fails here, with its own message.
             ready = self._await_reply("ready", timeout=120.0)
+            if web:  # and until the page is served (a port in use fails here)
+                self.labelling_url = self._await_queue(self._url_queue, "pref_interface", timeout=60.0)
+                print(f"drlhp: label at {self.labelling_url}", file=sys.stderr, flush=True)
         except BaseException:
             with contextlib.suppress(WorkerError):  # the error being raised says what went wrong
                 self.close()
@@ -282,23 +290,27 @@ class PreferencePipeline:
                  self.config.log_dir)
         return result["paths"]
 
-    def _await_reply(self, expected: str, timeout: float) -> Any:
-        """The trainer's next reply, checking all the while that the workers are alive."""
+    def _await_queue(self, q, sender: str, timeout: float) -> Any:
+        """The next item on ``q``, checking all the while that the workers are alive."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             self.check_workers()
             try:
-                status, result = self._replies.get(timeout=0.1)
+                return q.get(timeout=0.1)
             except queue.Empty:
                 continue
-            if status == "log_dir_in_use":
-                raise LogDirInUseError(result)
-            if status == "startup_error":
-                raise result
-            if status != expected:
-                raise WorkerError(f"drlhp's reward_trainer process reported an error:\n{result}")
-            return result
-        raise TimeoutError(f"drlhp's reward_trainer process did not answer within {timeout} s")
+        raise TimeoutError(f"drlhp's {sender} process did not answer within {timeout} s")
+
+    def _await_reply(self, expected: str, timeout: float) -> Any:
+        """The trainer's next reply, checking all the while that the workers are alive."""
+        status, result = self._await_queue(self._replies, "reward_trainer", timeout)
+        if status == "log_dir_in_use":
+            raise LogDirInUseError(result)
+        if status == "startup_error":
+            raise result
+        if status != expected:
+            raise WorkerError(f"drlhp's reward_trainer process reported an error:\n{result}")
+        return result
 
     def stats(self) -> dict:
         """Counters: clips sent/dropped, labels, preferences received, reward-training steps."""
@@ -347,7 +359,7 @@ class PreferencePipeline:
         workers.stop("reward_trainer", timeout=self.config.close_timeout)
         error = workers.pending_error()
         workers.close()
-        for q in (self._pref_queue, self._run_start, self._commands, self._replies):
+        for q in (self._pref_queue, self._run_start, self._commands, self._replies, self._url_queue):
             q.cancel_join_thread()
             q.close()
         if self._channel is not None:
@@ -399,3 +411,15 @@ def _human_config(config: PreferenceConfig, spec: FrameSpec):
     import_cv2_gui()
     return HumanConfig(spec, config.display_zoom, config.display_fps, config.human_terminal,
                        os.path.join(config.log_dir, HUMAN_LABELS_FILENAME))
+
+
+def _web_config(config: PreferenceConfig, spec: FrameSpec):
+    """Where and how the labelling page shows clips, with a new random token for this run."""
+    from drlhp.web_labeller import WebConfig
+
+    if not spec.is_image:
+        raise ValueError("Labelling in a browser needs image observations to show; pass obs_transform_func= "
+                         "returning an image (HxW, HxWxC, CxHxW or SxHxWxC)")
+    return WebConfig(spec, secrets.token_urlsafe(24), config.web_host, config.web_port, config.display_zoom,
+                     config.display_fps, config.web_pair_timeout, config.label_budget,
+                     os.path.join(config.log_dir, HUMAN_LABELS_FILENAME))

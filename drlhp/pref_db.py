@@ -6,8 +6,10 @@ the segment ids and rewards, the preferences, then each segment's frames. It is
 read with ``allow_pickle=False``, so loading a file cannot run code from it.
 Version 2 stores each clip's frames as held in memory, zlib-compressed (a uint8
 record; the gzip layer does not compress again), so a snapshot of a full Pong
-database is written in a fraction of a second; version 1 (raw frames, gzip
-level 1) is still read.
+database is written in a fraction of a second; version 3 adds who gave each
+label (a fixed-width text array) and how long the answer took (seconds, NaN where
+not timed) after the labels. Versions 1 (raw frames, gzip
+level 1) and 2 are still read.
 The header's ``n_labels`` is how many labels the run had when the file was
 written: the journal's labels from there on are replayed on top of it
 (``drlhp.label_journal``).
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import math
 import os
 import zlib
 from collections import deque
@@ -28,8 +31,8 @@ from drlhp.label_journal import journal_files, read_journal
 from drlhp.segments import PackedSegment, Segment, pack
 
 FORMAT_NAME = "drlhp-prefdb"
-FORMAT_VERSION = 2
-READABLE_VERSIONS = (1, 2)
+FORMAT_VERSION = 3
+READABLE_VERSIONS = (1, 2, 3)
 TRAIN_FILE = "train.pkl.gz"
 VAL_FILE = "val.pkl.gz"
 
@@ -53,19 +56,26 @@ class PrefDB:
         self.segments: Dict[int, PackedSegment] = {}
         self._refs: Dict[int, int] = {}
         self.prefs: deque[Tuple[int, int, float]] = deque()
+        self.labellers: deque[str] = deque()  # who gave each label ("" where not recorded)
+        self.answer_seconds: deque[float] = deque()  # how long each answer took (nan: not timed)
         #: Set by ``load``: the run's label count when the file was saved (None: not recorded).
         self.n_labels_when_saved: Optional[int] = None
 
     def __len__(self) -> int:
         return len(self.prefs)
 
-    def append(self, a: Segment, b: Segment, label: float) -> None:
+    def append(self, a: Segment, b: Segment, label: float, labeller: str = "",
+               seconds: Optional[float] = None) -> None:
         for seg in (a, b):
             if seg.seg_id not in self.segments:
                 self.segments[seg.seg_id] = pack(seg)
             self._refs[seg.seg_id] = self._refs.get(seg.seg_id, 0) + 1
         self.prefs.append((a.seg_id, b.seg_id, float(label)))
+        self.labellers.append(labeller)
+        self.answer_seconds.append(math.nan if seconds is None else float(seconds))
         while len(self.prefs) > self.maxlen:
+            self.labellers.popleft()
+            self.answer_seconds.popleft()
             for seg_id in self.prefs.popleft()[:2]:
                 self._refs[seg_id] -= 1
                 if self._refs[seg_id] == 0:
@@ -101,6 +111,8 @@ class PrefDB:
             _write(f, np.stack([self.segments[i].rewards for i in ids]) if ids else np.zeros((0, 0)))
             _write(f, prefs[:, :2].astype(np.int64))
             _write(f, prefs[:, 2].copy())
+            _write(f, np.array(list(self.labellers) or [""], dtype=str)[:len(self.prefs)])
+            _write(f, np.array(self.answer_seconds, dtype=np.float64))
             for i in ids:
                 _write(f, np.frombuffer(self.segments[i].packed_frames[0], dtype=np.uint8))
 
@@ -130,8 +142,14 @@ class PrefDB:
             raise _format_error(path, f"unknown header {header!r}")
         ids, rewards, pair_ids, labels = _read(f), _read(f), _read(f), _read(f)
         n_seg, n_prefs = int(header["n_segments"]), int(header["n_prefs"])
+        labellers = _read(f) if header["version"] >= 3 else np.full(n_prefs, "")
+        seconds = _read(f) if header["version"] >= 3 else np.full(n_prefs, np.nan)
         if ids.shape != (n_seg,) or pair_ids.shape != (n_prefs, 2) or labels.shape != (n_prefs,):
             raise _format_error(path, "array shapes disagree with the header")
+        if labellers.shape != (n_prefs,) or labellers.dtype.kind != "U":
+            raise _format_error(path, "who gave the labels is not one text per label")
+        if seconds.shape != (n_prefs,) or seconds.dtype.kind != "f":
+            raise _format_error(path, "the answers' durations are not one number per label")
         if n_seg and rewards.shape != (n_seg, header["segment_shape"][0]):
             raise _format_error(path, "rewards do not match the segment length")
         if not np.all(np.isin(labels, (0.0, 0.5, 1.0))):
@@ -155,10 +173,11 @@ class PrefDB:
         if f.read(1):
             raise _format_error(path, "unexpected data after the last segment")
         db = cls(maxlen if maxlen is not None else int(header["maxlen"]))
-        for (a, b), label in zip(pair_ids.tolist(), labels.tolist()):
+        for (a, b), label, labeller, secs in zip(pair_ids.tolist(), labels.tolist(), labellers.tolist(),
+                                                 seconds.tolist()):
             if a not in segments or b not in segments:
                 raise _format_error(path, f"a preference refers to missing segment {a} or {b}")
-            db.append(segments[a], segments[b], label)
+            db.append(segments[a], segments[b], label, labeller, secs)
         db.n_labels_when_saved = None if header.get("n_labels") is None else int(header["n_labels"])
         return db
 
@@ -201,9 +220,10 @@ class PrefBuffer:
         to_val = int((seq + 1) * self.val_fraction) > int(seq * self.val_fraction)
         return self.val_db if to_val else self.train_db
 
-    def add(self, a: Segment, b: Segment, label: float, seq: Optional[int] = None) -> None:
+    def add(self, a: Segment, b: Segment, label: float, seq: Optional[int] = None, labeller: str = "",
+            seconds: Optional[float] = None) -> None:
         seq = self.n_received if seq is None else seq
-        self.db_for(seq).append(a, b, label)
+        self.db_for(seq).append(a, b, label, labeller, seconds)
         self.n_received = max(self.n_received, seq + 1)
 
     @property
@@ -245,7 +265,7 @@ class PrefBuffer:
         for rec in read_journal(directory):
             # Both files are written at each snapshot, but a crash between the two leaves one behind.
             if rec.seq >= covered[id(buffer.db_for(rec.seq))]:
-                buffer.add(rec.a, rec.b, rec.label, rec.seq)
+                buffer.add(rec.a, rec.b, rec.label, rec.seq, rec.labeller, rec.seconds)
         return buffer
 
     @classmethod

@@ -27,6 +27,7 @@ from drlhp.segments import PackedSegment, Segment, pack
 
 if TYPE_CHECKING:
     from drlhp.human_labeller import HumanConfig
+    from drlhp.web_labeller import WebConfig
 
 log = logging.getLogger("drlhp.pref_interface")
 
@@ -40,6 +41,7 @@ class InterfaceConfig:
     labeller: Optional[Labeller] = None  # None: synthetic, or human with ``human`` set
     pairs_per_segment: float = 1.0
     human: Optional["HumanConfig"] = None
+    web: Optional["WebConfig"] = None  # people label in their browsers (the page's address goes to ``url_queue``)
     max_episode_segments: int = 40  # how much of the last episode is kept to show a person
     journal_log_dir: Optional[str] = None  # keep a label journal in this log_dir (None: no journal)
     schedule: LabelSchedule = LabelSchedule(budget=None)
@@ -112,21 +114,31 @@ class PrefInterface:
 
     def ask(self, a: Segment, b: Segment) -> Optional[float]:
         """Have the pair labelled, journal the label, send it on; returns the label (None: incomparable)."""
+        self.mark_asked(a, b)
+        label = self.labeller.label(a, b)
+        if label is not None:
+            self.record(a, b, label, type(self.labeller).__name__, getattr(self.labeller, "last_seconds", None))
+        return label
+
+    def mark_asked(self, a: Segment, b: Segment) -> None:
+        """The pair is being asked: never pick it again; it counts against the label budget."""
         self._asked.add(_key(a.seg_id, b.seg_id))
         self.n_asked += 1
-        label = self.labeller.label(a, b)
-        if label is None:
-            return None
+
+    def record(self, a: Segment, b: Segment, label: float, labeller: str, seconds: Optional[float] = None) -> None:
+        """Journal a label (on disk before anything else happens), then send it and any new clip on."""
         new = [seg for seg in (a, b) if seg.seg_id not in self._sent]
         for seg in new:
             self._sent[seg.seg_id] = pack(seg)
         seq, self.next_seq = self.next_seq, self.next_seq + 1
-        if self.journal is not None:  # on disk before anything else happens: the next pair waits for this
-            self.journal.append(seq, self._sent[a.seg_id], self._sent[b.seg_id], label, type(self.labeller).__name__)
+        if self.journal is not None:
+            self.journal.append(seq, self._sent[a.seg_id], self._sent[b.seg_id], label, labeller, seconds)
         for seg in new:
             self._put(SegmentData(self._sent[seg.seg_id]))
-        self._put(Preference(a.seg_id, b.seg_id, float(label), seq))
-        return label
+        self._put(Preference(a.seg_id, b.seg_id, float(label), seq, labeller, seconds))
+        for seg in (a, b):  # a clip that left the buffer while its pair was out with a labeller (web)
+            if seg.seg_id not in self.segments and self._sent.pop(seg.seg_id, None) is not None:
+                self._put(ForgetSegment(seg.seg_id))
 
     def _put(self, msg) -> None:
         # Blocking: the trainer's receiver thread drains this queue continuously.
@@ -161,6 +173,10 @@ class EpisodeTracker:
 def _make_labeller(config: InterfaceConfig, stop_event, idle) -> Labeller:
     if config.labeller is not None:
         return config.labeller
+    if config.web is not None:
+        from drlhp.web_labeller import WebLabeller
+
+        return WebLabeller(config.web)
     if config.human is not None:
         from drlhp.human_labeller import HumanLabeller
 
@@ -179,7 +195,7 @@ def _await_run_start(run_start, stop_event) -> Optional[RunStart]:
 
 
 def run_pref_interface(config: InterfaceConfig, channel: SegmentChannel, pref_queue, run_start, stop_event,
-                       stats) -> None:
+                       stats, url_queue=None) -> None:
     """Process main: receive segments, ask for labels, until ``stop_event`` is set."""
     # While a person thinks, the labeller keeps the channel drained (so no clip is
     # dropped); the segments join the buffer after the answer, so a clip on screen
@@ -217,6 +233,8 @@ def run_pref_interface(config: InterfaceConfig, channel: SegmentChannel, pref_qu
         torch.set_num_threads(1)  # the interface's core is shared with the env process
         scorer = DisagreementScorer(config.selection_ckpt)
     labeller = _make_labeller(config, stop_event, idle=idle)
+    if url_queue is not None:
+        url_queue.put(getattr(labeller, "url", None))
     journal = None
     if config.journal_log_dir is not None:
         journal = JournalWriter(config.journal_log_dir, lambda: stats.labels_in_snapshot.value)
@@ -228,14 +246,47 @@ def run_pref_interface(config: InterfaceConfig, channel: SegmentChannel, pref_qu
     def may_ask() -> bool:
         return owed >= 1 and interface.n_asked < config.schedule.allowed(stats.env_steps.value)
 
+    def take_in_segments() -> None:
+        nonlocal owed
+        for seg in pending:
+            interface.add_segment(seg)
+            owed += labeller.pairs_per_segment or 0
+        pending.clear()
+
+    def record_answers() -> None:
+        for answer in labeller.take_answers():
+            if answer.label is not None:
+                interface.record(answer.a, answer.b, answer.label, f"web:{answer.labeller}", answer.seconds)
+                stats.labels_sent.value += 1
+            labeller.set_progress(interface.next_seq, interface.n_asked)
+            labeller.acknowledge(answer)
+
+    def serve_concurrently() -> None:
+        """Keep pairs on offer for the labellers working at once; record their answers as they come."""
+        while not stop_event.is_set():
+            receive(timeout=0.01)  # the wait: an answer waits at most this long to be journaled
+            take_in_segments()
+            record_answers()
+            while labeller.wants_pairs() and interface.n_asked < config.schedule.allowed(stats.env_steps.value):
+                pair = interface.pick_pair()
+                if pair is None:
+                    break
+                interface.mark_asked(*pair)
+                labeller.offer(*pair)
+                stats.labels_asked.value = interface.n_asked
+            labeller.set_progress(interface.next_seq, interface.n_asked)
+            if scorer is not None:
+                scorer.poll()
+                scorer.refresh(list(interface.segments.values()), 2)
+        record_answers()  # those that came in as we were stopping
+
     try:
+        if getattr(labeller, "concurrent", False):
+            serve_concurrently()
         while not stop_event.is_set():
             # Wait for a segment only when there is nothing to label right now.
             receive(timeout=0.0 if may_ask() else 0.1)
-            for seg in pending:
-                interface.add_segment(seg)
-                owed += labeller.pairs_per_segment or 0
-            pending.clear()
+            take_in_segments()
             if labeller.pairs_per_segment is None:
                 owed = 1.0
             if not may_ask():

@@ -110,7 +110,8 @@ class PrefReceiver(threading.Thread):
                     del self.live[msg.seg_id]
                 elif isinstance(msg, Preference):
                     with self.lock:
-                        self.buffer.add(self.live[msg.seg_id_a], self.live[msg.seg_id_b], msg.label, msg.seq)
+                        self.buffer.add(self.live[msg.seg_id_a], self.live[msg.seg_id_b], msg.label, msg.seq,
+                                        msg.labeller, msg.seconds)
                         self.n_unsaved += 1
                     self.stats.prefs_received.value += 1
                     self.stats.run_labels.value = self.buffer.n_received

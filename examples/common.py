@@ -40,6 +40,9 @@ class Args:
     n_initial_training_steps: int = field(default=50, metadata={"help": "reward-training steps before the agent gets the predicted reward"})
     log_every: int = field(default=2_000, metadata={"help": "print progress every this many agent steps"})
     human: bool = field(default=False, metadata={"help": "label the clips yourself (window + terminal) instead of synthetically"})
+    web: bool = field(default=False, metadata={
+        "help": "label in a browser (one or many people; the page's address is printed) instead of synthetically"})
+    web_port: int = field(default=8765, metadata={"help": "the labelling page's port with --web (0: any free port)"})
     true_reward: bool = field(default=False, metadata={"help": "baseline: train on the env's own reward, without drlhp"})
     tensorboard_log: str = field(default="", metadata={
         "help": "TensorBoard directory for the agent's and the reward model's curves (needs drlhp[tensorboard])"})
@@ -60,6 +63,8 @@ def parse_args(description: str, **defaults) -> Args:
     args = Args(**vars(parser.parse_args()))
     if args.resume and args.log_dir == defaults["log_dir"]:
         parser.error("--resume needs --log-dir naming the run to continue")
+    if args.human and args.web:
+        parser.error("choose one of --human (window + terminal) and --web (a browser)")
     return args
 
 
@@ -74,7 +79,9 @@ def train_from_preferences(venv: VecEnv, args: Args, make_agent: Callable[[VecEn
     wrapped = HumanPreferencesVecEnvWrapper(
         venv,
         segment_length=args.segment_length,
-        synthetic_preferences=not args.human,
+        synthetic_preferences=not (args.human or args.web),
+        labelling="web" if args.web else "terminal",
+        web_port=args.web_port,
         n_initial_prefs=args.n_initial_prefs,
         label_budget=args.label_budget or None,
         label_schedule=args.label_schedule,

@@ -75,6 +75,15 @@ class StampedEnv(gymnasium.Env):
         return self._obs(), float(self.t % 7), False, self.t >= self.episode_length, {}
 
 
+def gone(pid: int) -> bool:
+    """Whether process ``pid`` has exited (a zombie waiting for its parent counts as gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
 def wait_for(condition: Callable[[], bool], timeout: float, poll: float = 0.01) -> bool:
     """Poll ``condition`` until it holds or ``timeout`` s pass (a bounded wait, not a fixed sleep)."""
     deadline = time.monotonic() + timeout

@@ -40,11 +40,14 @@ def test_batch_gathers_frames_and_labels():
 def test_save_load_round_trip(tmp_path):
     db = PrefDB(100)
     for i in range(10):
-        db.append(seg(i), seg((i + 1) % 10), [0.0, 0.5, 1.0][i % 3])
+        db.append(seg(i), seg((i + 1) % 10), [0.0, 0.5, 1.0][i % 3], ["web:anna", "SyntheticLabeller"][i % 2],
+                  [1.25, float("nan")][i % 2])
     path = str(tmp_path / "train.pkl.gz")
     db.save(path)
     loaded = PrefDB.load(path)
     assert list(loaded.prefs) == list(db.prefs) and loaded.maxlen == 100
+    assert list(loaded.labellers) == ["web:anna", "SyntheticLabeller"] * 5
+    np.testing.assert_array_equal(loaded.answer_seconds, [1.25, np.nan] * 5)
     for i, s in db.segments.items():
         assert np.array_equal(loaded.segments[i].frames, s.frames)
         assert np.array_equal(loaded.segments[i].rewards, s.rewards)
@@ -144,4 +147,5 @@ def test_files_of_format_version_1_still_load(tmp_path):
             np.lib.format.write_array(f, s.frames, allow_pickle=False)
     db = PrefDB.load(path)
     assert list(db.prefs) == [(0, 1, 1.0), (2, 0, 0.5)] and db.n_labels_when_saved is None
+    assert list(db.labellers) == ["", ""] and np.isnan(db.answer_seconds).all()  # not recorded then
     assert all(np.array_equal(db.segments[s.seg_id].frames, s.frames) for s in segs)

@@ -46,8 +46,25 @@ def test_segments_travel_once_and_are_forgotten_when_they_leave_the_buffer():
     msgs = [out.get_nowait() for _ in range(out.qsize())]
     sent = [m.segment.seg_id for m in msgs if isinstance(m, SegmentData)]
     assert sent == [0, 1, 2]  # 0 was in two pairs but sent once
-    assert [m for m in msgs if isinstance(m, Preference)] == [Preference(0, 1, 0.0, 0), Preference(0, 2, 0.0, 1)]
+    assert [m for m in msgs if isinstance(m, Preference)] == [Preference(0, 1, 0.0, 0, "SyntheticLabeller"),
+                                                             Preference(0, 2, 0.0, 1, "SyntheticLabeller")]
     assert msgs[-1] == ForgetSegment(0)
+
+
+def test_a_label_for_clips_that_left_the_buffer_while_their_pair_was_out_sends_them_then_forgets_them():
+    out = queue.Queue()
+    iface = PrefInterface(SyntheticLabeller(), out, max_segs=2, seed=0)
+    a, b = seg(0, 0), seg(1, 1)
+    iface.add_segment(a)
+    iface.add_segment(b)
+    iface.mark_asked(a, b)  # handed to a web labeller, who takes their time
+    iface.add_segment(seg(2, 2))
+    iface.add_segment(seg(3, 3))  # a and b leave the buffer
+    assert iface.n_asked == 1 and iface.pick_pair() is not None
+    iface.record(a, b, 1.0, "web:alice")
+    msgs = [out.get_nowait() for _ in range(out.qsize())]
+    assert all(isinstance(m, SegmentData) for m in msgs[:2]) and [m.segment.seg_id for m in msgs[:2]] == [0, 1]
+    assert msgs[2:] == [Preference(0, 1, 1.0, 0, "web:alice"), ForgetSegment(0), ForgetSegment(1)]
 
 
 def test_incomparable_answers_record_nothing_and_are_not_asked_again():

@@ -14,7 +14,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from conftest import FAST, FakePixelEnv, step_until, wait_for
+from conftest import FAST, FakePixelEnv, gone, step_until, wait_for
 from drlhp import HumanPreferencesEnvWrapper, LogDirHasLabelsError, PrefBuffer, WorkerError
 from drlhp.label_journal import journal_files, read_journal
 
@@ -144,14 +144,6 @@ def start_session(log_dir, answerer, mode, target=None):
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     answerer.start()
     return proc, json.loads(proc.stdout.readline() or "{}")
-
-
-def gone(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
-    except FileNotFoundError:
-        return True
 
 
 @pytest.mark.parametrize("victim", ["main", "reward_trainer", "pref_interface"])

@@ -1,10 +1,11 @@
 """The labelling page under load: 20 simulated labellers answering as fast as they can.
 
-A live wrapper (MovingDot, ``labelling="web"``, no label budget, reward trainer
-receiving and saving every label) steps random actions in this process's main
-thread. A second process runs the labellers (aiohttp client tasks, each with its
-own name): ask for a pair, fetch both clips' PNGs, answer L / R / E at random,
-repeat. Figures:
+A live wrapper (MovingDot or Pong, ``labelling="web"``, no label budget; the reward
+trainer receives and stores every label but does not train, so that the phases with
+and without load compare like with like: training takes a core of its own either
+way) steps random actions in this process's main thread. A second process runs the
+labellers (aiohttp client tasks, each with its own name): ask for a pair, fetch both
+clips' PNGs, answer L / R / E at random (after ``--think-seconds``: 0, as fast as they can, by default), repeat. Figures:
 
 - labels lost or duplicated: every answer the page acknowledged (not as a
   duplicate) against the run's database after ``close()`` (snapshot + journal);
@@ -20,7 +21,7 @@ repeat. Figures:
   shared by the env, the interface (which serves the page), the trainer and them.
 
     python benchmarks/web_labelling_load.py [--env moving_dot|pong] [--labellers 20] [--seconds 60]
-        [--quiet-seconds 20]
+        [--quiet-seconds 20] [--think-seconds 0]
 """
 from __future__ import annotations
 
@@ -41,7 +42,7 @@ from drlhp import HumanPreferencesEnvWrapper
 from drlhp.pref_db import PrefBuffer
 
 
-async def labeller(session, base: str, name: str, deadline: float, out: dict) -> None:
+async def labeller(session, base: str, name: str, deadline: float, think: float, out: dict) -> None:
     rng = random.Random(name)
     pair = None
     while time.monotonic() < deadline:
@@ -57,6 +58,7 @@ async def labeller(session, base: str, name: str, deadline: float, out: dict) ->
                 await r.read()
                 assert r.status == 200, r.status
             out["clip_s"].append(time.perf_counter() - start)
+        await asyncio.sleep(think * rng.uniform(0.5, 1.5))
         label = rng.choice("LRE")
         answered = (pair["left"], pair["right"], {"L": 1.0, "R": 0.0, "E": 0.5}[label], f"web:{name}")
         start = time.perf_counter()
@@ -104,7 +106,7 @@ def first_fetches(url: str, n_pairs: int = 10) -> list:
     return times
 
 
-def run_labellers(url: str, n: int, seconds: float, result_queue) -> None:
+def run_labellers(url: str, n: int, seconds: float, think: float, result_queue) -> None:
     import aiohttp
 
     os.nice(19)
@@ -114,7 +116,7 @@ def run_labellers(url: str, n: int, seconds: float, result_queue) -> None:
         out = {"acknowledged": [], "next_pair_s": [], "clip_s": [], "errors": 0}
         deadline = time.monotonic() + seconds
         async with aiohttp.ClientSession(headers={"X-Drlhp-Token": token}) as session:
-            await asyncio.gather(*(labeller(session, base, f"labeller {i}", deadline, out) for i in range(n)))
+            await asyncio.gather(*(labeller(session, base, f"labeller {i}", deadline, think, out) for i in range(n)))
         return out
 
     result_queue.put(asyncio.run(main()))
@@ -141,6 +143,7 @@ def main() -> None:
     parser.add_argument("--labellers", type=int, default=20)
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--quiet-seconds", type=float, default=20.0)
+    parser.add_argument("--think-seconds", type=float, default=0.0, help="each labeller's mean time per answer")
     args = parser.parse_args()
     log_dir = os.path.join(tempfile.mkdtemp(), "run")
     env = HumanPreferencesEnvWrapper(make_env(args.env), synthetic_preferences=False, labelling="web",
@@ -156,7 +159,8 @@ def main() -> None:
     quiet_before = steps_per_second(env, args.quiet_seconds)
     ctx = multiprocessing.get_context("spawn")
     results = ctx.Queue()
-    load = ctx.Process(target=run_labellers, args=(env.labelling_url, args.labellers, args.seconds, results))
+    load = ctx.Process(target=run_labellers,
+                       args=(env.labelling_url, args.labellers, args.seconds, args.think_seconds, results))
     load.start()
     time.sleep(2.0)  # let the labellers connect before timing
     loaded = steps_per_second(env, args.seconds - 4.0)
@@ -174,7 +178,8 @@ def main() -> None:
     duplicated = len(stored) - len(set(stored))
     unexpected = len(set(stored) - set(acknowledged))
     quiet = (quiet_before + quiet_after) / 2
-    print(f"{args.labellers} labellers for {args.seconds:.0f} s: {len(acknowledged)} answers acknowledged "
+    print(f"{args.env}, {args.labellers} labellers, think {args.think_seconds} s, {args.seconds:.0f} s: "
+          f"{len(acknowledged)} answers acknowledged "
           f"({len(acknowledged) / args.seconds:.0f}/s), {len(stored)} labels in the database "
           f"(lost {missing}, duplicated {duplicated}, not acknowledged {unexpected}); {out['errors']} failed requests")
     print(f"answer -> next pair: median {statistics.median(out['next_pair_s']) * 1e3:.1f} ms, "

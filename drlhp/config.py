@@ -264,6 +264,9 @@ def _check(c: PreferenceConfig) -> None:
     need(c.collect_prefs or not c.train_reward or c.prefs_dir is not None or c.resume,
          "train_reward=True with collect_prefs=False has nothing to train on: pass prefs_dir= (saved preferences)")
     need(c.labelling in LABELLING, f"labelling must be one of {LABELLING}, got {c.labelling!r}")
+    need(c.labelling == "terminal" or not c.synthetic_preferences,
+         f"labelling={c.labelling!r} is how people label, but synthetic_preferences=True labels without them; "
+         "pass synthetic_preferences=False as well")
     need(0 <= c.web_port <= 65535, f"web_port must be a port number (0: any free port), got {c.web_port}")
     need(c.web_pair_timeout > 0, f"web_pair_timeout must be > 0 seconds, got {c.web_pair_timeout}")
     if c.web_labelling:

@@ -17,7 +17,8 @@
        |
        v
   preference-interface process (pref_interface.py): ring buffer of recent clips
-  of all envs -> pick an unasked pair -> labeller: synthetic | human | yours
+  of all envs -> pick an unasked pair -> labeller: synthetic | window + terminal |
+  web page (web_labeller.py: many pairs out at once) | yours
   -> label journal (label_journal.py): appended and fsynced before the next pair
        | SegmentData (once per clip, compressed), Preference, ForgetSegment, None = no more
        v

@@ -3,7 +3,10 @@
 Runs in its own process (``run_pref_interface``). It asks no more labels than the
 run's ``LabelSchedule`` allows by the current env step, whoever answers; of many
 random candidate pairs it asks about the one the reward ensemble disagrees on
-most (``drlhp.pair_selection``), or a random one. Each label is written to the
+most (``drlhp.pair_selection``), or a random one. A labeller answers one pair at a
+time (synthetic, window + terminal, yours), or -- the web page -- takes pairs into a
+pool that many people work on at once, answers coming back as they are given
+(``serve_concurrently``). Each label is written to the
 label journal (``drlhp.label_journal``) before the next pair is asked, then goes
 to the trainer process on a bounded queue with blocking puts, so a label is
 never dropped; a clip travels once, compressed, before the first label that uses it.

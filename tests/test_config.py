@@ -20,6 +20,10 @@ def test_a_misspelt_argument_names_itself_and_the_valid_ones():
     (dict(segment_queue_size=0), "segment_queue_size must be >= 1"),
     (dict(reward_scale=0), "reward_scale must be > 0"),
     (dict(synthetic_preferences=False, display_fps=0), "display_fps must be > 0"),
+    (dict(synthetic_preferences=False, labelling="browser"), "labelling must be one of"),
+    (dict(labelling="web"), "pass synthetic_preferences=False as well"),
+    (dict(synthetic_preferences=False, labelling="web", web_port=70000), "web_port must be a port number"),
+    (dict(synthetic_preferences=False, labelling="web", web_pair_timeout=0), "web_pair_timeout must be > 0"),
 ])
 def test_bad_values_fail_when_the_config_is_made(kwargs, message):
     with pytest.raises(ValueError, match=message):

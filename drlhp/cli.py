@@ -64,13 +64,16 @@ def cmd_collect(args) -> None:
     def on_label(n: int) -> None:
         bar.get().update(min(n, args.labels) - bar.get().n)
 
-    # A person answers in this terminal: the questions count the pairs, a bar would overwrite them.
+    if args.synthetic and args.web:
+        raise ValueError("choose one of --synthetic and --web")
+    # A person answering in this terminal: the questions count the pairs, a bar would overwrite them.
+    in_terminal = not (args.synthetic or args.web)
     paths = collect(args.env_id, args.log_dir, args.labels, args.policy, args.algo,
-                    on_label=on_label if args.synthetic else None,
-                    synthetic_preferences=args.synthetic, segment_length=args.segment_length, seed=args.seed,
-                    resume=args.resume, log_level=logging.WARNING)
+                    on_label=None if in_terminal else on_label, synthetic_preferences=args.synthetic,
+                    labelling="web" if args.web else "terminal", web_port=args.web_port,
+                    segment_length=args.segment_length, seed=args.seed, resume=args.resume, log_level=logging.WARNING)
     bar.close()
-    print(f"{'' if args.synthetic else chr(10)}saved {' and '.join(paths)}")  # after an unanswered question
+    print(f"{chr(10) if in_terminal else ''}saved {' and '.join(paths)}")  # after an unanswered question
 
 
 def cmd_train_reward(args) -> None:
@@ -133,6 +136,9 @@ def build_parser() -> argparse.ArgumentParser:
                    "my_module:MyEnv-v0")
     p.add_argument("--synthetic", action="store_true", help="label from the env's reward (default: you label, "
                    "in a window and this terminal)")
+    p.add_argument("--web", action="store_true", help="people label on a web page (its address is printed; "
+                   "needs drlhp[web])")
+    p.add_argument("--web-port", type=int, default=8765, help="the page's port with --web; 0: any free port")
     p.add_argument("--labels", type=int, default=500, help="labels to gather (default: 500)")
     p.add_argument("--policy", help="an SB3 model .zip to act with, trained on this env's observations "
                    "(default: random actions)")

@@ -3,6 +3,7 @@ import os
 import re
 import subprocess
 import sys
+import threading
 
 import gymnasium
 import numpy as np
@@ -10,7 +11,7 @@ import pytest
 from scipy.stats import spearmanr
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from drlhp import HumanPreferencesEnvWrapper
+from drlhp import HumanPreferencesEnvWrapper, PrefBuffer
 from drlhp.offline import spearman
 
 DRLHP = os.path.join(os.path.dirname(sys.executable), "drlhp")  # the console script setup.py installs
@@ -90,3 +91,38 @@ def test_collect_with_a_saved_sb3_policy_on_an_env_from_the_users_own_module(tmp
     proc = drlhp("collect", "my_envs:MyDot-v0", "--synthetic", "--labels", 5, "--policy", "agent.zip",
                  "--algo", "nope", "--log-dir", "other", cwd=tmp_path, check=False)
     assert proc.returncode == 2 and "--algo must be one of" in proc.stderr
+
+
+def test_collect_on_the_web_page_saves_what_the_labeller_answered(tmp_path):
+    import json
+    import urllib.request
+
+    proc = subprocess.Popen([DRLHP, "collect", "drlhp/MovingDot-v0", "--web", "--web-port", "0", "--labels", "4",
+                             "--segment-length", "5", "--log-dir", "prefs"], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    for line in proc.stderr:  # the address is printed before the first pair
+        if match := re.search(r"label at (http://\S+)", line):
+            break
+    assert match, proc.communicate(timeout=30)
+    err = []
+    drain = threading.Thread(target=lambda: err.extend(proc.stderr))  # the progress bar must not fill the pipe
+    drain.start()
+    base, token = match.group(1).split("/?token=")
+    headers = {"X-Drlhp-Token": token}
+    answered = []
+    while len(answered) < 4:
+        with urllib.request.urlopen(urllib.request.Request(base + "/api/next?name=cli", headers=headers)) as r:
+            pair = json.loads(r.read())
+        if pair["pair"] is None:
+            continue
+        body = json.dumps({"pair": pair["pair"], "label": "R", "name": "cli"}).encode()
+        urllib.request.urlopen(urllib.request.Request(base + "/api/answer", data=body,
+                                                      headers={**headers, "Content-Type": "application/json"})).read()
+        answered.append((pair["left"], pair["right"], 0.0, "web:cli"))
+    out = proc.stdout.read()
+    assert proc.wait(timeout=60) == 0 and "saved prefs/train.pkl.gz and prefs/val.pkl.gz" in out, err
+    drain.join()
+    buffer = PrefBuffer.load_all(str(tmp_path / "prefs"))
+    stored = [(a, b, label, who) for db in (buffer.train_db, buffer.val_db)
+              for (a, b, label), who in zip(db.prefs, db.labellers)]
+    assert sorted(stored) == sorted(answered)

@@ -28,7 +28,7 @@ from gymnasium.vector import SyncVectorEnv
 from common import make_env, make_vec_env, one_thread, run_per_env, untrained_checkpoint
 from drlhp import HumanPreferencesVectorWrapper
 from drlhp.frames import frames_to_net_input
-from drlhp.reward_predictor import RewardPredictor
+from drlhp.reward_predictor import RewardPredictor, member_input
 from drlhp.sb3 import HumanPreferencesVecEnvWrapper
 
 APIS = {  # the raw vector env of N envs, and drlhp's front-end for it
@@ -62,7 +62,7 @@ def measure(name: str, n_steps: int, n_envs: int, rounds: int, api: str) -> None
 
         def forward(obs: np.ndarray) -> None:
             with torch.inference_mode():
-                net(frames_to_net_input(obs, spec))
+                net(member_input(frames_to_net_input(obs, spec), predictor.n_members))
 
         def wrapped(collect: bool):
             return front_end(make_raw(name, n_envs), pretrained_reward_predictor_dir=ckpt_dir,

@@ -3,8 +3,8 @@
 For each env: raw steps/s; wrapped steps/s (a) returning the predicted reward
 only (pretrained predictor, no worker processes) and (b) also collecting clips
 for the preference interface, with both worker processes running; the bare
-batch-1 forward pass of the reward network (``net(x)``, input prepared
-beforehand), alone and inside the env loop (raw env + ``net(x)`` on each new
+batch-1 forward pass of the reward network (``net(x)``: the module call, every
+ensemble member; input prepared beforehand), alone and inside the env loop (raw env + ``net(x)`` on each new
 observation: interleaving the emulator and the network costs cache locality that
 a warm forward-only loop does not pay); and the ratio  (wrapped - raw time per
 step) / forward, against both forward costs.
@@ -23,12 +23,12 @@ import torch
 from common import make_env, one_thread, run_per_env, steps_per_second, untrained_checkpoint
 from drlhp import HumanPreferencesEnvWrapper
 from drlhp.frames import frames_to_net_input
-from drlhp.reward_predictor import RewardPredictor
+from drlhp.reward_predictor import RewardPredictor, member_input
 
 
 def forward_ms(predictor: RewardPredictor, frame: np.ndarray, n: int = 2000) -> float:
     """Bare batch-1 forward pass, input tensor prepared beforehand."""
-    x = frames_to_net_input(frame[None], predictor.config.frame_spec)
+    x = member_input(frames_to_net_input(frame[None], predictor.config.frame_spec), predictor.n_members)
     net = predictor.net.eval()
     with torch.inference_mode():
         for _ in range(100):
@@ -49,7 +49,7 @@ def forward_in_loop_ms(predictor: RewardPredictor, env, n_steps: int, raw_sps: f
         start = time.perf_counter()
         for a in actions:
             obs, _, terminated, truncated, _ = env.step(int(a))
-            net(frames_to_net_input(obs[None], spec))
+            net(member_input(frames_to_net_input(obs[None], spec), predictor.n_members))
             if terminated or truncated:
                 env.reset()
     return ((time.perf_counter() - start) / n_steps - 1 / raw_sps) * 1e3

@@ -44,10 +44,12 @@ def test_bad_schedules_are_refused_with_the_fix(kwargs, message):
 
 
 def test_a_run_never_asks_more_than_the_schedule_allows_and_spends_its_budget(tmp_path):
-    schedule = dict(label_budget=20, n_initial_prefs=8, label_schedule="constant", label_schedule_steps=2000)
+    # A horizon long enough that the interface's start-up (thousands of env steps on a busy machine) is early in it.
+    horizon = 50_000
+    schedule = dict(label_budget=20, n_initial_prefs=8, label_schedule="constant", label_schedule_steps=horizon)
     # Many pairs per clip: the schedule, not the clips (some are dropped on a busy machine), sets the pace.
     config = {**FAST, **schedule, "train_reward": False, "synthetic_prefs_per_segment": 10}
-    allowed = LabelSchedule(20, 8, "constant", 2000).allowed
+    allowed = LabelSchedule(20, 8, "constant", horizon).allowed
     with HumanPreferencesEnvWrapper(FakePixelEnv(), log_dir=str(tmp_path), **config) as env:
         def within_schedule(until) -> Callable[[], bool]:
             def check() -> bool:
@@ -62,6 +64,6 @@ def test_a_run_never_asks_more_than_the_schedule_allows_and_spends_its_budget(tm
         assert allowed(steps) < 20
         assert wait_for(lambda: env.stats()["labels_asked"] == allowed(steps), timeout=30)  # its share, the env waiting
         step_until(env, within_schedule(lambda s: s["labels_asked"] == 20))
-        step_until(env, within_schedule(lambda s: s["env_steps"] >= 4000))
+        step_until(env, within_schedule(lambda s: s["env_steps"] >= horizon + 2000))
         stats = env.stats()
         assert stats["labels_asked"] == 20 and stats["labels_remaining"] == 0 and stats["label_budget"] == 20

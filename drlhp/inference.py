@@ -65,10 +65,6 @@ class MemberMajorConv:
         self.bias = conv.bias.view(self.m, self.c_out, 1)
         self._index: Dict[int, torch.Tensor] = {}
 
-    @property
-    def out_hw(self) -> Tuple[int, int]:
-        return self.out_h, self.out_w
-
     def _build_index(self, n: int) -> torch.Tensor:
         """Flat positions of each member's patches, ``(M, K, N*L)`` (K in the weights' order); padding: past the end."""
         m, c, k, p = self.m, self.c_in, self.k, self.pad

@@ -214,15 +214,14 @@ def test_label_in_chromium_l_r_e_and_cant_tell_reach_the_database(tmp_path):
             # Two clips playing: the canvases change between two screenshots.
             left, right = page.locator("#left"), page.locator("#right")
             first = (left.screenshot(), right.screenshot())
-            page.wait_for_timeout(400)  # 8 frames at 20 fps: the dot has moved
+            frame_shown = page.eval_on_selector("#frame", "e => e.value")
+            page.wait_for_function("v => document.querySelector('#frame').value !== v", arg=frame_shown)
             second = (left.screenshot(), right.screenshot())
             assert first[0] != second[0] and first[1] != second[1]
             page.screenshot(path=str(tmp_path / "page.png"))
             shots.append(str(tmp_path / "page.png"))
-            shown = []
             for key in ("l", "r", "e", "s"):
                 status = page.text_content("#status")
-                shown.append(status)
                 page.keyboard.press(key)
                 wait_for_text_change(page, "#status", status)
             counts = page.text_content("#counts")

@@ -24,7 +24,10 @@ setup(
         "examples": ["stable-baselines3>=2.3", "ale-py>=0.9"],
         "plot": ["matplotlib>=3.7"],
         "tensorboard": ["tensorboard>=2.10"],
+        # RLlib's new API stack as of 2.60 (EnvRunner sampling, connectors, RLlibCallback).
+        "ray": ["ray[rllib]>=2.60,<3"],
         "dev": ["pytest>=7", "pytest-timeout>=2", "scipy>=1.10", "stable-baselines3>=2.3", "opencv-python>=4.8",
-                "matplotlib>=3.7", "tensorboard>=2.10", "aiohttp>=3.9", "pillow>=9", "playwright>=1.40"],
+                "matplotlib>=3.7", "tensorboard>=2.10", "aiohttp>=3.9", "pillow>=9", "playwright>=1.40",
+                "ray[rllib]>=2.60,<3"],
     },
 )

@@ -121,7 +121,7 @@ class PreferencePipeline:
         if config.collect_prefs or config.train_reward:
             self._start_workers(pretrained_ckpt, human, web)
         if config.resume:
-            self._maybe_reload_predictor()
+            self.poll_predictor()
 
     def _start_workers(self, pretrained_ckpt: Optional[str], human, web) -> None:
         """Start the trainer (and the interface, when collecting); return once the trainer is ready."""
@@ -207,10 +207,24 @@ class PreferencePipeline:
                         self._channel.send(*segment, self._episode_ids[i], i)
                 if episode_ends is not None and episode_ends[i]:
                     self.end_episode(i)
-        self._maybe_reload_predictor()
+        self.poll_predictor()
         if self.using_reward_from_predictor:
             return self._predictor.rewards(frames)
         return None
+
+    def add_clip(self, frames: np.ndarray, rewards: np.ndarray, episode: int, source: int) -> bool:
+        """Enter a clip cut elsewhere (by a remote env runner); False if dropped because the interface is behind.
+
+        ``episode`` must be unique across the run's envs; ``source`` names the env the clip came from.
+        """
+        self.check_workers()
+        if self._channel is None:
+            raise RuntimeError("add_clip() needs collect_prefs=True")
+        return self._channel.send(frames, rewards, episode, source)
+
+    def count_env_steps(self, n: int) -> None:
+        """Steps taken by envs elsewhere: the label schedule's clock counts them as its own."""
+        self._stats.env_steps.value += n
 
     def end_episode(self, env_index: int) -> None:
         """Env ``env_index``'s episode ended (or it was reset): its unfinished clip is dropped."""
@@ -242,7 +256,7 @@ class PreferencePipeline:
     def switch_to_predicted_reward(self) -> None:
         """Return the predicted reward from now on; needs a checkpoint to exist."""
         self._next_ckpt_poll = 0.0
-        self._maybe_reload_predictor()
+        self.poll_predictor()
         if self._predictor is None:
             raise RuntimeError(
                 f"No reward predictor yet: no checkpoint at {self._ckpt_path}. Wait until the trainer "
@@ -261,7 +275,7 @@ class PreferencePipeline:
         while True:
             self.check_workers()
             self._next_ckpt_poll = 0.0
-            self._maybe_reload_predictor()
+            self.poll_predictor()
             if self.using_reward_from_predictor:
                 return
             if deadline is not None and time.monotonic() > deadline:
@@ -270,15 +284,23 @@ class PreferencePipeline:
                                    "training steps done")
             time.sleep(0.05)  # the trainer writes a file: nothing to wait on but the file itself
 
-    def _maybe_reload_predictor(self) -> None:
+    def poll_predictor(self) -> bool:
+        """Load a newer checkpoint if there is one (checked at most every ``ckpt_poll_interval``); True if loaded."""
         now = time.monotonic()
         if now < self._next_ckpt_poll or self._workers is None:
-            return
+            return False
         self._next_ckpt_poll = now + self.config.ckpt_poll_interval
         version = _file_version(self._ckpt_path)
-        if version is not None and version != self._ckpt_seen:
-            self._predictor = RewardPredictor.load(self._ckpt_path)
-            self._ckpt_seen = version
+        if version is None or version == self._ckpt_seen:
+            return False
+        self._predictor = RewardPredictor.load(self._ckpt_path)
+        self._ckpt_seen = version
+        return True
+
+    @property
+    def predictor(self) -> Optional[RewardPredictor]:
+        """The reward predictor last loaded (None before the first checkpoint)."""
+        return self._predictor
 
     # -- preferences ---------------------------------------------------------------
     def save_prefs(self, timeout: float = 120.0) -> list[str]:

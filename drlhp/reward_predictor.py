@@ -14,10 +14,11 @@ M times the per-layer call overhead that dominates small batches.
 """
 from __future__ import annotations
 
+import io
 import math
 import os
 from dataclasses import asdict, dataclass
-from typing import Optional
+from typing import BinaryIO, Optional, Union
 
 import numpy as np
 import torch
@@ -209,21 +210,34 @@ class RewardPredictor:
         """The normalised reward of a single frame."""
         return float(self.rewards(frame[None])[0])
 
-    def save(self, path: str) -> None:
-        """Atomically write weights, normaliser and network config (loadable with weights_only=True)."""
-        state = {
+    def _state(self) -> dict:
+        return {
             "format": CHECKPOINT_FORMAT,
             "net_config": self.config.to_dict(),
             "state_dict": self.net.state_dict(),
             "normaliser": self.normaliser.to_dict(),
             "training_step": self.training_step,
         }
+
+    def save(self, path: str) -> None:
+        """Atomically write weights, normaliser and network config (loadable with weights_only=True)."""
         with atomic_write(path) as f:
-            torch.save(state, f)
+            torch.save(self._state(), f)
+
+    def to_bytes(self) -> bytes:
+        """The checkpoint ``save`` writes, in memory (what a cluster's object store carries)."""
+        buffer = io.BytesIO()
+        torch.save(self._state(), buffer)
+        return buffer.getvalue()
 
     @classmethod
-    def load(cls, path: str) -> "RewardPredictor":
-        """Load a checkpoint written by ``save``; never executes code from the file."""
+    def from_bytes(cls, data: bytes) -> "RewardPredictor":
+        """A predictor from ``to_bytes()``'s output; never executes code from it."""
+        return cls.load(io.BytesIO(data))
+
+    @classmethod
+    def load(cls, path: Union[str, BinaryIO]) -> "RewardPredictor":
+        """Load a checkpoint written by ``save`` (a path or a binary file); never executes code from it."""
         try:
             state = torch.load(path, map_location="cpu", weights_only=True)
             if not isinstance(state, dict) or state.get("format") not in (CHECKPOINT_FORMAT, *OLD_CHECKPOINT_FORMATS):

@@ -1,0 +1,182 @@
+"""A runner's end of a cluster's preference pipeline: clips out to the service, reward weights in.
+
+It has the per-step interface of ``drlhp.pipeline.PreferencePipeline`` (``step``,
+``end_episode``, ``close``, ...), so drlhp's own front-ends drive it unchanged
+(``drlhp.cluster.runner_env``). Nothing on the step path waits on the network:
+
+- clips are cut per env as on one machine, kept at this runner's share of the
+  cluster's clip rate (``RateCap``), compressed, and sent every ``flush_interval``
+  seconds in one fire-and-forget actor call; with ``MAX_BATCHES_IN_FLIGHT`` calls
+  unanswered (the service is behind) a batch is dropped and counted, never queued;
+- new reward weights are asked for every ``weights_poll_interval`` seconds and loaded
+  once they have arrived (``ray.wait`` with a zero timeout);
+- the frames of a step go through the reward network in one batch.
+
+A runner that RLlib restarts builds a new one, which finds the service by name and
+carries on: the labels live in the service, not here.
+"""
+from __future__ import annotations
+
+import secrets
+import time
+from typing import Optional, Sequence
+
+import numpy as np
+import torch
+
+from drlhp.cluster.clip_stream import PackedClip, RateCap
+from drlhp.cluster.service import attach, import_ray
+from drlhp.reward_predictor import RewardPredictor
+from drlhp.segments import SegmentBuilder
+
+#: Unanswered clip batches a runner allows before it drops new ones (the service is behind).
+MAX_BATCHES_IN_FLIGHT = 4
+
+
+class RunnerPipeline:
+    """``n_envs`` envs of one runner, linked to the preference service ``service_name``.
+
+    ``step()`` returns the predicted, normalised rewards once the service has a ready
+    reward predictor, and zeros before that: the agent never sees the env's reward.
+
+    Args:
+        service_name: the ``PreferenceService``'s name.
+        n_envs: envs stepping together in this runner.
+        clip_share: this runner's share of the service's clips/s (its envs / all envs in the cluster).
+    """
+
+    def __init__(self, service_name: str, n_envs: int = 1, clip_share: float = 1.0,
+                 flush_interval: float = 0.5, weights_poll_interval: float = 1.0) -> None:
+        self._ray = import_ray()
+        self._service = attach(service_name)
+        settings = self._ray.get(self._service.runner_settings.remote(), timeout=120)
+        self.config, self.frame_spec, self.n_envs = settings["config"], settings["frame_spec"], n_envs
+        if self.config.torch_threads:
+            torch.set_num_threads(self.config.torch_threads)
+        self.labelling_url = None  # the page is the service's: PreferenceService.labelling_url
+        self._builders = [SegmentBuilder(self.frame_spec, self.config.segment_length) for _ in range(n_envs)]
+        rate = settings["clips_per_second"] * clip_share
+        self._cap = RateCap(rate, burst=max(1.0, rate * flush_interval))
+        # A new source per env and per restart: the episodes of a restarted runner stay apart.
+        self.sources = [secrets.randbits(31) for _ in range(n_envs)]
+        self._episodes, self._episode_steps = [0] * n_envs, [0] * n_envs
+        self._outbox: list = []
+        self._unreported_steps = 0
+        self._in_flight: list = []
+        self._flush_interval, self._weights_poll_interval = flush_interval, weights_poll_interval
+        self._next_flush = self._next_weights_poll = 0.0
+        self._weights_call = self._weights_fetch = None
+        self._weights_version = 0
+        self.predictor: Optional[RewardPredictor] = None
+        self._closed = False
+        self.counts = {"clips_cut": 0, "clips_sent": 0, "clips_over_share": 0, "clips_dropped_backlog": 0}
+
+    # -- the per-step path (PreferencePipeline's interface) --------------------------------
+    def step(self, frames: np.ndarray, true_rewards: Sequence[float], recorded: Optional[Sequence[bool]] = None,
+             episode_ends: Optional[Sequence[bool]] = None) -> np.ndarray:
+        for i in range(self.n_envs):
+            if recorded is None or recorded[i]:
+                self._unreported_steps += 1
+                self._episode_steps[i] += 1
+                clip = self._builders[i].add(frames[i], float(true_rewards[i]))
+                if clip is not None:
+                    self._keep(i, clip)
+            if episode_ends is not None and episode_ends[i]:
+                self.end_episode(i)
+        now = time.monotonic()
+        if now >= self._next_flush:
+            self._next_flush = now + self._flush_interval
+            self.flush()
+        if now >= self._next_weights_poll:
+            self._next_weights_poll = now + self._weights_poll_interval
+            self._poll_weights()
+        if self.predictor is None:
+            return np.zeros(self.n_envs)
+        return self.predictor.rewards(frames)
+
+    def _keep(self, i: int, clip: tuple) -> None:
+        self.counts["clips_cut"] += 1
+        if self._cap.take():
+            episode = (self.sources[i] << 24) + self._episodes[i]  # unique across the cluster's envs
+            self._outbox.append(PackedClip.pack(*clip, self.sources[i], episode))
+        else:
+            self.counts["clips_over_share"] += 1
+
+    def end_episode(self, env_index: int) -> None:
+        if self._episode_steps[env_index]:
+            self._builders[env_index].end_episode()
+            self._episodes[env_index] += 1
+            self._episode_steps[env_index] = 0
+
+    def end_all_episodes(self) -> None:
+        for i in range(self.n_envs):
+            self.end_episode(i)
+
+    @property
+    def using_reward_from_predictor(self) -> bool:
+        return self.predictor is not None
+
+    def check_workers(self) -> None:
+        """Nothing to check here: the driver's ``PreferenceService.check()`` reports the service's failures."""
+
+    def stats(self) -> dict:
+        return {"n_envs": self.n_envs, **self.counts, "weights_version": self._weights_version,
+                "predictor_training_step": self.predictor.training_step if self.predictor else None}
+
+    def close(self) -> None:
+        """Send what is kept (once; not after Ray has shut down)."""
+        if not self._closed and self._ray.is_initialized():
+            self.flush()
+        self._closed = True
+
+    # -- to and from the service --------------------------------------------------------
+    def flush(self) -> None:
+        """Send the clips kept since the last flush, and the steps taken (never waits for the service)."""
+        if self._in_flight:
+            _, self._in_flight = self._ray.wait(self._in_flight, num_returns=len(self._in_flight), timeout=0)
+        if not self._outbox and not self._unreported_steps:
+            return
+        if len(self._in_flight) >= MAX_BATCHES_IN_FLIGHT:
+            self.counts["clips_dropped_backlog"] += len(self._outbox)
+            self._outbox = []
+            return  # the steps stay unreported until the service keeps up
+        self._in_flight.append(self._service.add_clips.remote(self._outbox, self._unreported_steps))
+        self.counts["clips_sent"] += len(self._outbox)
+        self._outbox, self._unreported_steps = [], 0
+
+    def _poll_weights(self) -> None:
+        """One step of: ask for newer weights -> their reference arrives -> their bytes arrive -> load."""
+        ray = self._ray
+        if self._weights_fetch is not None:
+            if ray.wait([self._weights_fetch[1]], timeout=0)[0]:
+                version, ref = self._weights_fetch
+                self._weights_fetch = None
+                self._load(version, ref)
+            return
+        if self._weights_call is None:
+            self._weights_call = self._service.weights_after.remote(self._weights_version)
+            return
+        if not ray.wait([self._weights_call], timeout=0)[0]:
+            return
+        call, self._weights_call = self._weights_call, None
+        try:
+            reply = ray.get(call)
+        except ray.exceptions.RayError:
+            return  # the service failed: the driver's check() reports it; this runner goes on as it is
+        if reply is not None:
+            self._weights_fetch = (reply[0], reply[1][0])
+
+    def _load(self, version: int, ref) -> None:
+        try:
+            data = self._ray.get(ref)
+        except self._ray.exceptions.RayError:
+            return
+        self.predictor = RewardPredictor.from_bytes(data)
+        self._weights_version = version
+
+    def sync_weights(self, timeout: float = 60.0) -> bool:
+        """Block until this runner has the service's newest ready weights; False if there are none yet."""
+        reply = self._ray.get(self._service.weights_after.remote(self._weights_version), timeout=timeout)
+        if reply is not None:
+            self._load(reply[0], reply[1][0])
+        return self.predictor is not None

@@ -1,0 +1,310 @@
+"""The preference service: one Ray actor that every env runner of a cluster sends clips to.
+
+Inside, it is drlhp's single-machine ``PreferencePipeline`` with its two processes
+(preference interface, reward trainer) on the service's node: the label database,
+the journal and the checkpoints live in that node's ``log_dir``, the labeller
+(synthetic, terminal + window, or the web page) runs there, and the trainer reads
+the database without it ever crossing the network. Clips arrive from runners;
+weights leave through Ray's object store, each new checkpoint put there once.
+
+``PreferenceService`` is the driver's handle: it starts the actor (by default on
+the driver's own node, where a person and the log_dir are) and turns the actor's
+failures into clear errors.
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import secrets
+import sys
+from typing import Any, List, Optional, Tuple
+
+import torch
+
+from drlhp.cluster.clip_stream import PackedClip, RateCap
+from drlhp.config import PreferenceConfig
+from drlhp.frames import FrameSpec, infer_frame_spec
+from drlhp.pipeline import PreferencePipeline
+from drlhp.processes import WorkerError
+
+log = logging.getLogger("drlhp")
+
+#: Ray namespace of drlhp's named actors, so runners of any job find the service by name.
+NAMESPACE = "drlhp"
+
+
+class PreferenceServiceDied(RuntimeError):
+    """The preference service's actor (or its node) died; the message says where its labels are."""
+
+
+def import_ray():
+    try:
+        import ray
+    except ImportError as e:
+        raise ImportError('drlhp on a Ray cluster needs Ray: pip install "drlhp[ray]"') from e
+    return ray
+
+
+class ServiceActor:
+    """Runs in the actor's process. Every call first checks the pipeline's two processes."""
+
+    def __init__(self, config: PreferenceConfig, frame_spec: FrameSpec, clips_per_second: float) -> None:
+        if config.torch_threads:
+            torch.set_num_threads(config.torch_threads)
+        self.config, self.frame_spec = config, frame_spec
+        self.clips_per_second = clips_per_second
+        self.pipeline = PreferencePipeline(config, frame_spec, n_envs=1)
+        # A second of clips at once at most: runners flush twice a second.
+        self._cap = RateCap(clips_per_second, burst=clips_per_second)
+        self.counts = {"clips_received": 0, "clips_over_cap": 0, "clips_dropped_busy": 0, "clips_rejected": 0,
+                       "clip_bytes_received": 0, "runner_env_steps": 0, "weights_version": 0}
+        self._weights: Optional[Any] = None  # ObjectRef of the newest predictor's bytes
+        self._published = None  # the predictor those bytes are of
+        self._failure: Optional[WorkerError] = None  # a worker's failure, told to every caller from then on
+
+    def _check(self) -> None:
+        if self._failure is None:
+            try:
+                self.pipeline.check_workers()
+            except WorkerError as e:
+                self._failure = e
+        if self._failure is not None:
+            raise self._failure
+
+    def ready(self) -> dict:
+        import ray
+
+        return {"labelling_url": self.pipeline.labelling_url, "node_ip": ray.util.get_node_ip_address(),
+                "log_dir": os.path.abspath(self.config.log_dir)}
+
+    def get_config(self) -> PreferenceConfig:
+        return self.config
+
+    def runner_settings(self) -> dict:
+        """What an env runner needs to cut clips the way this service stores them."""
+        return {"config": self.config, "frame_spec": self.frame_spec, "clips_per_second": self.clips_per_second}
+
+    def add_clips(self, clips: List[PackedClip], env_steps: int) -> None:
+        """A runner's clips since its last call, and the steps its envs took meanwhile."""
+        self._check()
+        self.pipeline.count_env_steps(env_steps)
+        self.counts["runner_env_steps"] += env_steps
+        expected = (self.config.segment_length, *self.frame_spec.shape)
+        for clip in clips:
+            self.counts["clips_received"] += 1
+            self.counts["clip_bytes_received"] += clip.nbytes
+            if clip.shape != expected or clip.dtype != self.frame_spec.dtype:
+                self.counts["clips_rejected"] += 1  # a runner's obs_transform_func changed its frames' shape
+                log.warning("rejected a clip of shape %s, dtype %s: this service stores %s, %s", clip.shape,
+                            clip.dtype, expected, self.frame_spec.dtype)
+            elif not self._cap.take():  # the runners' own caps keep to it; this holds it for the cluster
+                self.counts["clips_over_cap"] += 1
+            elif not self.pipeline.add_clip(clip.unpack(), clip.rewards, clip.episode, clip.source):
+                self.counts["clips_dropped_busy"] += 1
+
+    def weights_after(self, version: int) -> Optional[Tuple[int, list]]:
+        """``(version, [ref])`` of the newest ready predictor if newer than ``version``, else None.
+
+        The ref is in a list so that Ray hands the caller the reference, not the bytes: the
+        caller fetches them when it chooses, without blocking this actor.
+        """
+        self._check()
+        self._publish_weights()
+        if self.counts["weights_version"] > version:
+            return self.counts["weights_version"], [self._weights]
+        return None
+
+    def _publish_weights(self) -> None:
+        import ray
+
+        self.pipeline.poll_predictor()
+        predictor = self.pipeline.predictor
+        if predictor is not self._published and self.pipeline.using_reward_from_predictor:
+            self._weights, self._published = ray.put(predictor.to_bytes()), predictor
+            self.counts["weights_version"] += 1
+
+    def wait_for_reward_predictor(self, timeout: Optional[float]) -> None:
+        self.pipeline.wait_for_reward_predictor(timeout)
+        self._publish_weights()
+
+    def stats(self) -> dict:
+        self._check()
+        self._publish_weights()
+        return {**self.pipeline.stats(), **self.counts}
+
+    def processes(self) -> dict:
+        """Process ids: this actor's and its two workers'."""
+        return {"service": os.getpid(), **{name: p.pid for name, p in self.pipeline.processes.items()}}
+
+    def save_prefs(self) -> list:
+        return self.pipeline.save_prefs()
+
+    def close(self) -> None:
+        self.pipeline.close()
+
+
+class PreferenceService:
+    """The driver's handle on a cluster's preference service (a named Ray actor).
+
+    Args:
+        observation_space: the env's observation space (what ``obs_transform_func``, if
+            set, turns into the frame the reward network sees).
+        config: drlhp's settings (or pass them as keyword arguments): the same as the
+            single-machine wrappers', ``log_dir`` being on the service's node.
+        clips_per_second: the cap on clips entering the service from all runners
+            together (each runner keeps its share; the service drops any excess).
+        name: the actor's name (default: a new random one).
+        actor_options: Ray options for the actor, e.g. ``{"resources": {"labeller": 1}}``
+            to place it elsewhere. Default: on the driver's node, using no CPU slot (its
+            two processes mostly wait on labels and clips).
+
+    Call ``check()`` often (``drlhp.cluster.rllib`` does after every training iteration):
+    it raises ``WorkerError`` if the interface or the trainer failed and
+    ``PreferenceServiceDied`` if the actor is gone. ``close()`` stops everything,
+    the trainer saving its labels first.
+    """
+
+    def __init__(self, observation_space, config: Optional[PreferenceConfig] = None, *,
+                 clips_per_second: float = 10.0, name: Optional[str] = None,
+                 actor_options: Optional[dict] = None, **kwargs) -> None:
+        ray = import_ray()
+        if not ray.is_initialized():
+            raise RuntimeError("Start or join a Ray cluster first: ray.init() (local) or ray.init(address=...)")
+        config = PreferenceConfig.from_kwargs(config, kwargs)
+        if actor_options is None:  # the service runs on this node
+            config = _for_this_node(config)
+        if not config.collect_prefs:
+            raise ValueError("A preference service collects preferences: collect_prefs must be True. To use a "
+                             "trained reward predictor on runners without labelling, load it in each runner.")
+        if clips_per_second <= 0:
+            raise ValueError(f"clips_per_second must be > 0, got {clips_per_second}")
+        sample = observation_space.sample()
+        frame_spec = infer_frame_spec(config.obs_transform_func(sample) if config.obs_transform_func else sample)
+        self.name = name or f"drlhp-service-{secrets.token_hex(4)}"
+        self.config, self._closed, self._owner = config, False, True
+        options = {"name": self.name, "namespace": NAMESPACE, "num_cpus": 0, "max_restarts": 0}
+        if actor_options is None:
+            from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+            here = ray.get_runtime_context().get_node_id()
+            options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(here, soft=False)
+        else:
+            options.update(actor_options)
+        self._actor = ray.remote(ServiceActor).options(**options).remote(config, frame_spec, clips_per_second)
+        try:
+            info = self._get(self._actor.ready.remote(), timeout=180.0)
+        except BaseException:
+            ray.kill(self._actor)
+            self._closed = True
+            raise
+        self.node_ip, self.log_dir = info["node_ip"], info["log_dir"]
+        self.labelling_url: Optional[str] = info["labelling_url"]
+        if self.labelling_url:
+            print(f"drlhp: label at {self.labelling_url}", file=sys.stderr, flush=True)
+
+    @classmethod
+    def attach(cls, name: str) -> "PreferenceService":
+        """A handle on the running service ``name`` (e.g. in a callback); its ``close()`` leaves the service be."""
+        self = cls.__new__(cls)
+        self.name, self._actor, self._closed, self._owner = name, attach(name), False, False
+        info = self._get(self._actor.ready.remote())
+        self.node_ip, self.log_dir, self.labelling_url = info["node_ip"], info["log_dir"], info["labelling_url"]
+        self.config = self._get(self._actor.get_config.remote())
+        return self
+
+    def _get(self, ref, timeout: Optional[float] = 60.0) -> Any:
+        """``ray.get`` with the actor's failures as drlhp's errors."""
+        import ray
+
+        try:
+            return ray.get(ref, timeout=timeout)
+        except ray.exceptions.RayTaskError as e:
+            cause = e.cause
+            if isinstance(cause, (WorkerError, ValueError, RuntimeError, TimeoutError)) and not isinstance(
+                    cause, ray.exceptions.RayError):
+                raise type(cause)(f"{cause} (in drlhp's preference service {self.name} on {self._where()})") from e
+            raise
+        except ray.exceptions.RayActorError as e:
+            raise PreferenceServiceDied(
+                f"drlhp's preference service {self.name} died ({type(e).__name__}: {str(e).splitlines()[0]}). "
+                f"The labels it acknowledged are in the label journal of {self._log_dir()} on {self._where()}: "
+                "start a new run with resume=True and that log_dir to go on from them.") from e
+
+    def _where(self) -> str:
+        return getattr(self, "node_ip", None) or "its node"
+
+    def _log_dir(self) -> str:
+        return getattr(self, "log_dir", None) or self.config.log_dir
+
+    @property
+    def actor(self):
+        """The Ray actor (for runners' ``ray.get_actor(name, namespace=NAMESPACE)`` it is found by name)."""
+        return self._actor
+
+    def check(self) -> None:
+        """Raise ``WorkerError`` / ``PreferenceServiceDied`` if the service or one of its processes failed."""
+        self.stats()
+
+    def stats(self) -> dict:
+        """The pipeline's counters (labels, clips, training steps) and the service's own (clips by fate,
+        bytes received, runner env steps, weights version)."""
+        return self._get(self._actor.stats.remote())
+
+    def wait_for_reward_predictor(self, timeout: Optional[float] = None) -> None:
+        """Block until the service's reward predictor is ready (see ``PreferencePipeline``'s method of that name)."""
+        self._get(self._actor.wait_for_reward_predictor.remote(timeout), timeout=None)
+
+    def processes(self) -> dict:
+        """Process ids of the service actor and its two worker processes."""
+        return self._get(self._actor.processes.remote())
+
+    def save_prefs(self, timeout: float = 120.0) -> list:
+        """Write ``train.pkl.gz`` and ``val.pkl.gz`` into the service's ``log_dir``; returns their paths there."""
+        return self._get(self._actor.save_prefs.remote(), timeout=timeout)
+
+    def close(self) -> None:
+        """Stop the service and its processes (the trainer saves unsaved labels first). Idempotent."""
+        import ray
+
+        if self._closed:
+            return
+        self._closed = True
+        if not self._owner:
+            return
+        try:
+            self._get(self._actor.close.remote(), timeout=self.config.close_timeout + 30.0)
+        except PreferenceServiceDied:
+            pass  # already gone: nothing left to stop
+        finally:
+            ray.kill(self._actor)
+
+    def __enter__(self) -> "PreferenceService":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _for_this_node(config: PreferenceConfig) -> PreferenceConfig:
+    """The settings for a service on the driver's node: its log_dir as the driver names it, and a person
+    asked in the driver's terminal (the actor itself has none)."""
+    import ray
+
+    changes = {}
+    if not ray.util.client.ray.is_connected():  # with Ray Client, the driver's paths are not the cluster's
+        changes["log_dir"] = os.path.abspath(config.log_dir)
+    if config.human_labelling and config.human_terminal is None and sys.stdin.isatty():
+        changes["human_terminal"] = os.ttyname(sys.stdin.fileno())
+    return dataclasses.replace(config, **changes)
+
+
+def attach(name: str):
+    """The actor handle of the service called ``name``, from any process of the cluster."""
+    ray = import_ray()
+    try:
+        return ray.get_actor(name, namespace=NAMESPACE)
+    except ValueError as e:
+        raise RuntimeError(f"No drlhp preference service called {name!r} on this Ray cluster: start one with "
+                           "drlhp.cluster.PreferenceService in the driver before the env runners") from e
+

@@ -1,0 +1,263 @@
+"""drlhp on a local Ray cluster: runners feeding one preference service, caps, failures, shutdown."""
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import gymnasium
+import numpy as np
+import pytest
+
+ray = pytest.importorskip("ray")
+psutil = pytest.importorskip("psutil")
+
+from conftest import FAST, StampedEnv, gone, wait_for  # noqa: E402
+from drlhp.cluster import (ClusterPreferenceVectorWrapper, ClusterPreferenceWrapper, PackedClip,  # noqa: E402
+                           PreferenceService, PreferenceServiceDied, RateCap)
+from drlhp.envs.moving_dot import MovingDotEnv  # noqa: E402
+from drlhp.frontend import PREDICTED_REWARD_KEY, TRUE_REWARD_KEY  # noqa: E402
+from drlhp.pref_db import PrefBuffer  # noqa: E402
+from drlhp.processes import WorkerError  # noqa: E402
+
+CLUSTER = dict(FAST, synthetic_preferences=True, pair_selection="random", ensemble_size=1)
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    # The workers import this module (its actor class and env maker) from the tests folder.
+    here = os.path.dirname(os.path.abspath(__file__))
+    path = os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p)
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False,
+             runtime_env={"env_vars": {"PYTHONPATH": path}})
+    yield
+    descendants = psutil.Process().children(recursive=True)
+    ray.shutdown()
+    assert wait_for(lambda: all(gone(p.pid) for p in descendants), timeout=60), \
+        f"left behind: {[p.pid for p in descendants if not gone(p.pid)]}"
+
+
+def small_dot(env_config=None):
+    return MovingDotEnv(size=16, grid=4, episode_length=20)
+
+
+@ray.remote(num_cpus=1)
+class Runner:
+    """Stands in for an env runner: one wrapped env stepped with random actions."""
+
+    def __init__(self, service_name: str, clip_share: float, instance=None) -> None:
+        env = small_dot() if instance is None else StampedEnv(instance, episode_length=12)
+        self.env = ClusterPreferenceWrapper(env, service_name, clip_share, flush_interval=0.05,
+                                            weights_poll_interval=0.05)
+        self.link = self.env.pipeline
+        self.env.reset(seed=0)
+        self.rng = np.random.default_rng(0)
+
+    def run(self, seconds: float) -> dict:
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            _, reward, term, trunc, info = self.env.step(self.env.action_space.sample())
+            if term or trunc:
+                self.env.reset()
+        self.link.flush()
+        return dict(self.link.counts)
+
+    def step_with_newest_weights(self) -> tuple:
+        assert self.link.sync_weights(), "the service has ready weights"
+        obs, reward, _, _, info = self.env.step(0)
+        return reward, info, self.link.predictor.training_step, self.link.predictor.reward(obs)
+
+    def pid(self) -> int:
+        return os.getpid()
+
+
+def test_before_the_predictor_is_ready_a_runner_gets_no_reward_at_all(cluster, tmp_path):
+    with start_service(tmp_path, n_initial_prefs=10 ** 6) as service:
+        env = ClusterPreferenceVectorWrapper(gymnasium.vector.SyncVectorEnv([small_dot] * 3), service.name)
+        env.reset(seed=0)
+        true_return = 0.0
+        for _ in range(30):
+            _, rewards, *_, infos = env.step(env.action_space.sample())
+            assert list(rewards) == [0.0] * 3
+            true_return += infos[TRUE_REWARD_KEY].sum()
+        env.close()
+    assert true_return > 0
+
+
+def start_service(tmp_path, env=None, **kwargs) -> PreferenceService:
+    settings = dict(CLUSTER, log_dir=str(tmp_path), **kwargs)
+    return PreferenceService((env or small_dot()).observation_space,
+                             clips_per_second=settings.pop("clips_per_second", 50.0), **settings)
+
+
+def test_a_rate_cap_allows_its_rate_and_burst_and_no_more():
+    now = [0.0]
+    cap = RateCap(4.0, burst=2.0, clock=lambda: now[0])
+    assert [cap.take() for _ in range(3)] == [True, True, False]  # the burst, then nothing
+    now[0] += 0.25
+    assert [cap.take(), cap.take()] == [True, False]  # one token per 1/4 s
+    now[0] += 100.0
+    assert sum(cap.take() for _ in range(10)) == 2  # idle time saves up only ``burst``
+    with pytest.raises(ValueError, match="clips/s"):
+        RateCap(0.0)
+
+
+def test_clips_from_two_runners_reach_one_database_and_weights_reach_the_runners(cluster, tmp_path):
+    with start_service(tmp_path, env=StampedEnv()) as service:
+        runners = [Runner.remote(service.name, 0.5, instance) for instance in (1, 2)]
+        counts = ray.get([r.run.remote(3.0) for r in runners])
+        assert all(c["clips_sent"] > 0 for c in counts)
+        service.wait_for_reward_predictor(timeout=120)
+        stats = service.stats()
+        assert stats["clips_received"] == sum(c["clips_sent"] for c in counts)  # none lost on the way
+        assert stats["runner_env_steps"] > 0 and stats["env_steps"] == stats["runner_env_steps"]
+        reward, info, training_step, expected = ray.get(runners[0].step_with_newest_weights.remote())
+        assert training_step >= CLUSTER["n_initial_training_steps"]
+        assert reward == info[PREDICTED_REWARD_KEY] == pytest.approx(expected) and TRUE_REWARD_KEY in info
+        service.save_prefs()
+        log_dir = service.log_dir
+    db = PrefBuffer.load_all(log_dir)
+    clips = [seg.frames[:, 0, :3, 0] for d in (db.train_db, db.val_db) for seg in d.segments.values()]
+    assert {int(c[0, 2]) for c in clips} == {1, 2}, "the database holds clips of both runners"
+    for clip in clips:  # each whole: 5 consecutive steps of one episode of one env
+        assert len(set(clip[:, 1])) == 1 and len(set(clip[:, 2])) == 1
+        assert list(np.diff(clip[:, 0].astype(int))) == [1] * (len(clip) - 1)
+
+
+def test_people_label_the_clusters_clips_on_the_services_web_page(cluster, tmp_path):
+    import json
+    import urllib.request
+
+    settings = dict(CLUSTER, synthetic_preferences=False, labelling="web", web_port=0)
+    with start_service(tmp_path, **settings) as service:
+        assert service.labelling_url.startswith("http://127.0.0.1:")
+        runner = Runner.remote(service.name, 1.0)
+        base, token = service.labelling_url.split("/?token=")
+        headers = {"X-Drlhp-Token": token}
+        answered = []
+        deadline = time.monotonic() + 120
+        while len(answered) < 3 and time.monotonic() < deadline:
+            ray.get(runner.run.remote(0.2))  # clips keep coming from the runner
+            with urllib.request.urlopen(urllib.request.Request(base + "/api/next?name=ann", headers=headers)) as r:
+                pair = json.loads(r.read())
+            if pair["pair"] is None:
+                continue
+            body = json.dumps({"pair": pair["pair"], "label": "L", "name": "ann"}).encode()
+            request = urllib.request.Request(base + "/api/answer", data=body,
+                                             headers={**headers, "Content-Type": "application/json"})
+            urllib.request.urlopen(request).read()
+            answered.append((pair["left"], pair["right"], 1.0, "web:ann"))
+        service.save_prefs()
+    buffer = PrefBuffer.load_all(str(tmp_path))
+    stored = [(a, b, label, who) for db in (buffer.train_db, buffer.val_db)
+              for (a, b, label), who in zip(db.prefs, db.labellers)]
+    assert len(answered) == 3 and sorted(stored) == sorted(answered)
+
+
+def test_the_clip_cap_holds_for_the_cluster(cluster, tmp_path):
+    rate = 5.0
+    with start_service(tmp_path, clips_per_second=rate) as service:
+        start = time.monotonic()
+        # Each runner claims 4x the whole rate: the service's own cap must hold the line.
+        runners = [Runner.remote(service.name, 4.0) for _ in range(2)]
+        ray.get([r.run.remote(3.0) for r in runners])
+        stats = service.stats()
+        elapsed = time.monotonic() - start
+    accepted = stats["clips_received"] - stats["clips_over_cap"]
+    assert stats["clips_over_cap"] > 0, "the runners sent more than the cap"
+    assert accepted <= rate * elapsed + rate  # the rate over the whole time, plus one burst
+
+
+def test_a_clip_of_the_wrong_shape_is_rejected_and_counted(cluster, tmp_path):
+    with start_service(tmp_path) as service:
+        clip = PackedClip.pack(np.zeros((CLUSTER["segment_length"], 8, 8, 1), np.uint8), np.zeros(5), 1, 1)
+        ray.get(service.actor.add_clips.remote([clip], 5))
+        stats = service.stats()
+    assert (stats["clips_received"], stats["clips_rejected"], stats["segments_received"]) == (1, 1, 0)
+
+
+def test_each_runner_keeps_to_its_share(cluster, tmp_path):
+    with start_service(tmp_path, clips_per_second=10.0) as service:
+        counts = ray.get(Runner.remote(service.name, 0.5).run.remote(3.0))
+    assert counts["clips_over_share"] > 0
+    assert counts["clips_sent"] <= 5.0 * 3.0 + 5.0 * 0.05 + 1  # share x seconds + its burst
+
+
+def test_a_failed_trainer_is_a_clear_error_in_the_driver(cluster, tmp_path):
+    service = start_service(tmp_path)
+    pids = service.processes()
+    os.kill(pids["reward_trainer"], signal.SIGKILL)
+    with pytest.raises(WorkerError, match=r"reward_trainer process was killed by signal SIGKILL.*preference service"):
+        assert wait_for(lambda: service.check() and False, timeout=30, poll=0.1)
+    with pytest.raises(WorkerError, match="reward_trainer"):  # and again: a runner's call cannot swallow it
+        service.check()
+    service.close()
+    assert wait_for(lambda: all(gone(pid) for pid in pids.values()), timeout=30)
+
+
+def test_a_dead_service_is_a_clear_error_in_the_driver_and_leaves_no_process(cluster, tmp_path):
+    service = start_service(tmp_path)
+    pids = service.processes()
+    ray.kill(service.actor)
+    with pytest.raises(PreferenceServiceDied, match=r"resume=True") as e:
+        service.check()
+    assert service.log_dir in str(e.value)
+    service.close()  # returns at once: nothing is left to stop
+    # The workers see their parent go and stop by themselves (the trainer saving first).
+    assert wait_for(lambda: all(gone(pid) for pid in pids.values()), timeout=60)
+
+
+def test_rllib_ppo_runners_feed_the_service_a_killed_runner_is_restarted_and_no_label_is_lost(cluster, tmp_path):
+    from ray.rllib.algorithms.ppo import PPOConfig
+
+    from drlhp.cluster.rllib import sample_until_reward_predictor_ready, with_preferences
+
+    budget = 40
+    service = start_service(tmp_path, env=_flat(small_dot()), obs_transform_func=_frame, label_budget=budget,
+                            label_schedule="constant", label_schedule_steps=6_000, n_initial_prefs=10)
+    config = (PPOConfig()
+              .env_runners(num_env_runners=2, num_envs_per_env_runner=2, rollout_fragment_length=50)
+              .training(train_batch_size_per_learner=200, minibatch_size=50, num_epochs=1)
+              .fault_tolerance(restart_failed_env_runners=True, delay_between_env_runner_restarts_s=0.0)
+              .rl_module(model_config={"fcnet_hiddens": [16]}))
+    algo = with_preferences(config, lambda env_config: _flat(small_dot()), service).build_algo()
+    try:
+        sample_until_reward_predictor_ready(algo, service, timeout=120)
+        result = algo.train()
+        assert "drlhp_true_episode_return" in result["env_runners"]
+        group = algo.env_runner_group
+        runner_pids = group.foreach_env_runner(lambda r: os.getpid(), local_env_runner=False)
+        labels_before = result["drlhp"]["run_labels"]
+        assert labels_before < budget, "the kill comes mid-run"
+        os.kill(runner_pids[0], signal.SIGKILL)
+        for _ in range(60):
+            result = algo.train()
+            if result["drlhp"]["labels_asked"] >= budget and group.num_healthy_remote_workers() == 2:
+                break
+        assert group.num_healthy_remote_workers() == 2, "RLlib restarted the killed runner"
+        new_pids = group.foreach_env_runner(lambda r: os.getpid(), local_env_runner=False)
+        assert runner_pids[0] not in new_pids
+        assert result["drlhp"]["run_labels"] == budget, "labelling went on to the end of the budget"
+        service_pids = service.processes()
+        ray.kill(service.actor)  # and a dead service stops training with drlhp's error
+        with pytest.raises(PreferenceServiceDied):
+            algo.train()
+    finally:
+        algo.stop()
+        service.close()
+    assert wait_for(lambda: all(gone(pid) for pid in [*service_pids.values(), *new_pids]), timeout=60)
+    db = PrefBuffer.load_all(str(tmp_path))
+    assert len(db.train_db) + len(db.val_db) == budget, "every label made is in the log_dir"
+
+
+def _flat(env):
+    """MovingDot as a flat float vector for a small MLP policy (the reward network still gets its frames)."""
+    import gymnasium
+
+    space = gymnasium.spaces.Box(0.0, 1.0, (int(np.prod(env.observation_space.shape)),), np.float32)
+    return gymnasium.wrappers.TransformObservation(env, lambda o: o.reshape(-1).astype(np.float32) / 255.0, space)
+
+
+def _frame(obs: np.ndarray) -> np.ndarray:
+    """The flat policy input back to the 16x16 frame the reward network sees (drlhp's obs_transform_func)."""
+    return np.round(obs.reshape(16, 16, 1) * 255.0).astype(np.uint8)

@@ -168,6 +168,17 @@ def test_the_clip_cap_holds_for_the_cluster(cluster, tmp_path):
     assert accepted <= rate * elapsed + rate  # the rate over the whole time, plus one burst
 
 
+def test_a_service_that_cannot_start_says_why(cluster, tmp_path):
+    with start_service(tmp_path):
+        with pytest.raises(RuntimeError, match=r"could not start: .*LogDirInUseError.*is in use"):
+            start_service(tmp_path)  # a second run in the same log_dir
+
+
+def test_a_person_in_a_terminal_needs_one_of_their_own_on_a_cluster(cluster, tmp_path):
+    with pytest.raises(ValueError, match=r"human_terminal='/dev/pts/N'.*labelling='web'"):
+        start_service(tmp_path, synthetic_preferences=False)
+
+
 def test_a_clip_of_the_wrong_shape_is_rejected_and_counted(cluster, tmp_path):
     with start_service(tmp_path) as service:
         clip = PackedClip.pack(np.zeros((CLUSTER["segment_length"], 8, 8, 1), np.uint8), np.zeros(5), 1, 1)

@@ -122,6 +122,31 @@ def test_a_person_labels_pairs_in_the_terminal_while_clips_play(tmp_path, screen
     assert leftover == "", f"labelling processes left behind: {leftover}"
 
 
+def test_a_cluster_service_asks_in_the_labellers_terminal_and_shows_a_window(tmp_path, screen_and_terminal):
+    pytest.importorskip("ray")
+    display, env, tmux = screen_and_terminal
+    stop_file = tmp_path / "stop"
+    script = os.path.join(os.path.dirname(__file__), "scripts", "cluster_human_session.py")
+    # The labeller's own terminal, as the README says: `tty; sleep infinity` in a second one.
+    in_labeller = lambda *a: tmux(*a[:2], "-t", "labeller", *a[2:])  # noqa: E731
+    in_driver = lambda *a: tmux(*a[:2], "-t", "driver", *a[2:])  # noqa: E731
+    tmux("new-session", "-d", "-s", "labeller", "-x", "160", "-y", "50", "tty; sleep 600")
+    terminal = wait_for_text(in_labeller, "/dev/pts/").split()[0]
+    tmux("new-session", "-d", "-s", "driver", "-x", "160", "-y", "50",
+         f"{sys.executable} {script} {tmp_path} {stop_file} {terminal}; echo EXITED $?; sleep 600")
+    wait_for_text(in_labeller, "Pair 1:", timeout=120)  # asked by the service's interface process
+    subprocess.run(["xdotool", "search", "--sync", "--name", "which clip is better"], env=env, check=True,
+                   capture_output=True, timeout=30)
+    tmux("send-keys", "-t", "labeller", "l", "Enter")
+    wait_for_text(in_labeller, "Pair 2:", timeout=60)
+    tmux("send-keys", "-t", "labeller", "r", "Enter")
+    wait_for_text(in_labeller, "Pair 3:", timeout=60)
+    stop_file.touch()
+    assert "SAVED" in wait_for_text(in_driver, "EXITED 0", timeout=120)
+    train, val = PrefDB.load(str(tmp_path / "train.pkl.gz")), PrefDB.load(str(tmp_path / "val.pkl.gz"))
+    assert sorted(label for db in (train, val) for _, _, label in db.prefs) == [0.0, 1.0]
+
+
 def test_a_vector_env_asks_in_one_window_and_one_prompt(tmp_path, screen_and_terminal):
     display, env, tmux = screen_and_terminal
     stop_file = tmp_path / "stop"

@@ -14,6 +14,7 @@ failures into clear errors.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import os
 import secrets
@@ -46,8 +47,25 @@ def import_ray():
     return ray
 
 
+def _reporting_failures(method):
+    """A worker's failure, once seen by any call (a runner's, say), is raised to every later caller
+    (the driver's): the pipeline reports each failure only once."""
+    @functools.wraps(method)
+    def reporting(self: "ServiceActor", *args):
+        if self.failure is not None:
+            raise self.failure
+        try:
+            self.pipeline.check_workers()
+            return method(self, *args)
+        except WorkerError as e:
+            self.failure = e
+            raise
+
+    return reporting
+
+
 class ServiceActor:
-    """Runs in the actor's process. Every call first checks the pipeline's two processes."""
+    """Runs in the actor's process."""
 
     def __init__(self, config: PreferenceConfig, frame_spec: FrameSpec, clips_per_second: float) -> None:
         if config.torch_threads:
@@ -61,16 +79,7 @@ class ServiceActor:
                        "clip_bytes_received": 0, "runner_env_steps": 0, "weights_version": 0}
         self._weights: Optional[Any] = None  # ObjectRef of the newest predictor's bytes
         self._published = None  # the predictor those bytes are of
-        self._failure: Optional[WorkerError] = None  # a worker's failure, told to every caller from then on
-
-    def _check(self) -> None:
-        if self._failure is None:
-            try:
-                self.pipeline.check_workers()
-            except WorkerError as e:
-                self._failure = e
-        if self._failure is not None:
-            raise self._failure
+        self.failure: Optional[WorkerError] = None
 
     def ready(self) -> dict:
         import ray
@@ -85,9 +94,9 @@ class ServiceActor:
         """What an env runner needs to cut clips the way this service stores them."""
         return {"config": self.config, "frame_spec": self.frame_spec, "clips_per_second": self.clips_per_second}
 
+    @_reporting_failures
     def add_clips(self, clips: List[PackedClip], env_steps: int) -> None:
         """A runner's clips since its last call, and the steps its envs took meanwhile."""
-        self._check()
         self.pipeline.count_env_steps(env_steps)
         self.counts["runner_env_steps"] += env_steps
         expected = (self.config.segment_length, *self.frame_spec.shape)
@@ -103,13 +112,13 @@ class ServiceActor:
             elif not self.pipeline.add_clip(clip.unpack(), clip.rewards, clip.episode, clip.source):
                 self.counts["clips_dropped_busy"] += 1
 
+    @_reporting_failures
     def weights_after(self, version: int) -> Optional[Tuple[int, list]]:
         """``(version, [ref])`` of the newest ready predictor if newer than ``version``, else None.
 
         The ref is in a list so that Ray hands the caller the reference, not the bytes: the
         caller fetches them when it chooses, without blocking this actor.
         """
-        self._check()
         self._publish_weights()
         if self.counts["weights_version"] > version:
             return self.counts["weights_version"], [self._weights]
@@ -124,12 +133,13 @@ class ServiceActor:
             self._weights, self._published = ray.put(predictor.to_bytes()), predictor
             self.counts["weights_version"] += 1
 
+    @_reporting_failures
     def wait_for_reward_predictor(self, timeout: Optional[float]) -> None:
         self.pipeline.wait_for_reward_predictor(timeout)
         self._publish_weights()
 
+    @_reporting_failures
     def stats(self) -> dict:
-        self._check()
         self._publish_weights()
         return {**self.pipeline.stats(), **self.counts}
 
@@ -137,11 +147,17 @@ class ServiceActor:
         """Process ids: this actor's and its two workers'."""
         return {"service": os.getpid(), **{name: p.pid for name, p in self.pipeline.processes.items()}}
 
+    @_reporting_failures
     def save_prefs(self) -> list:
         return self.pipeline.save_prefs()
 
-    def close(self) -> None:
-        self.pipeline.close()
+    def close(self) -> Optional[str]:
+        """Stop the pipeline; returns the failure of a worker, if one failed (None otherwise)."""
+        try:
+            self.pipeline.close()
+        except WorkerError as e:
+            self.failure = e
+        return None if self.failure is None else str(self.failure)
 
 
 class PreferenceService:
@@ -177,12 +193,20 @@ class PreferenceService:
         if not config.collect_prefs:
             raise ValueError("A preference service collects preferences: collect_prefs must be True. To use a "
                              "trained reward predictor on runners without labelling, load it in each runner.")
+        if config.human_labelling and config.human_terminal == "/dev/tty":
+            # Ray runs the service in a process group of its own: the driver's terminal would
+            # answer its reads with an I/O error, however the program was started.
+            raise ValueError(
+                "On a Ray cluster, a person labelling in a terminal needs one of their own: open a second "
+                "terminal on the service's node, run `tty; sleep infinity` there and pass "
+                "human_terminal='/dev/pts/N' as it printed (the clips play in a window on that node's "
+                "DISPLAY); or label in a browser with labelling='web'.")
         if clips_per_second <= 0:
             raise ValueError(f"clips_per_second must be > 0, got {clips_per_second}")
         sample = observation_space.sample()
         frame_spec = infer_frame_spec(config.obs_transform_func(sample) if config.obs_transform_func else sample)
         self.name = name or f"drlhp-service-{secrets.token_hex(4)}"
-        self.config, self._closed, self._owner = config, False, True
+        self.config, self._closed, self._owner, self._failure_reported = config, False, True, False
         options = {"name": self.name, "namespace": NAMESPACE, "num_cpus": 0, "max_restarts": 0}
         if actor_options is None:
             from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
@@ -194,6 +218,12 @@ class PreferenceService:
         self._actor = ray.remote(ServiceActor).options(**options).remote(config, frame_spec, clips_per_second)
         try:
             info = self._get(self._actor.ready.remote(), timeout=180.0)
+        except PreferenceServiceDied as e:
+            self._closed = True
+            raise RuntimeError(
+                f"drlhp's preference service could not start: {_last_line(e.__cause__)}. What the settings "
+                "name (obs_transform_func, a labeller) is unpickled where the service runs: define it in a "
+                "module installed on the cluster's nodes (or shipped with ray.init(runtime_env=...)).") from e
         except BaseException:
             ray.kill(self._actor)
             self._closed = True
@@ -208,6 +238,7 @@ class PreferenceService:
         """A handle on the running service ``name`` (e.g. in a callback); its ``close()`` leaves the service be."""
         self = cls.__new__(cls)
         self.name, self._actor, self._closed, self._owner = name, attach(name), False, False
+        self._failure_reported = False
         info = self._get(self._actor.ready.remote())
         self.node_ip, self.log_dir, self.labelling_url = info["node_ip"], info["log_dir"], info["labelling_url"]
         self.config = self._get(self._actor.get_config.remote())
@@ -223,6 +254,7 @@ class PreferenceService:
             cause = e.cause
             if isinstance(cause, (WorkerError, ValueError, RuntimeError, TimeoutError)) and not isinstance(
                     cause, ray.exceptions.RayError):
+                self._failure_reported |= isinstance(cause, WorkerError)
                 raise type(cause)(f"{cause} (in drlhp's preference service {self.name} on {self._where()})") from e
             raise
         except ray.exceptions.RayActorError as e:
@@ -273,11 +305,13 @@ class PreferenceService:
         if not self._owner:
             return
         try:
-            self._get(self._actor.close.remote(), timeout=self.config.close_timeout + 30.0)
+            failure = self._get(self._actor.close.remote(), timeout=self.config.close_timeout + 30.0)
         except PreferenceServiceDied:
-            pass  # already gone: nothing left to stop
+            return  # already gone: nothing left to stop
         finally:
             ray.kill(self._actor)
+        if failure is not None and not self._failure_reported:
+            raise WorkerError(f"{failure} (in drlhp's preference service {self.name} on {self._where()})")
 
     def __enter__(self) -> "PreferenceService":
         return self
@@ -286,16 +320,19 @@ class PreferenceService:
         self.close()
 
 
+def _last_line(error: BaseException) -> str:
+    """The final line of a remote error's text: the exception that ended it."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    return lines[-1] if lines else type(error).__name__
+
+
 def _for_this_node(config: PreferenceConfig) -> PreferenceConfig:
-    """The settings for a service on the driver's node: its log_dir as the driver names it, and a person
-    asked in the driver's terminal (the actor itself has none)."""
+    """The settings for a service on the driver's node: its log_dir as the driver names it."""
     import ray
 
     changes = {}
     if not ray.util.client.ray.is_connected():  # with Ray Client, the driver's paths are not the cluster's
         changes["log_dir"] = os.path.abspath(config.log_dir)
-    if config.human_labelling and config.human_terminal is None and sys.stdin.isatty():
-        changes["human_terminal"] = os.ttyname(sys.stdin.fileno())
     return dataclasses.replace(config, **changes)
 
 

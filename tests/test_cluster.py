@@ -84,6 +84,20 @@ def test_before_the_predictor_is_ready_a_runner_gets_no_reward_at_all(cluster, t
     assert true_return > 0
 
 
+def kill(actor) -> None:
+    """``ray.kill``, then wait until the actor is gone: the kill is asynchronous."""
+    ray.kill(actor)
+
+    def dead() -> bool:
+        try:
+            ray.get(actor.ready.remote(), timeout=10)
+            return False
+        except ray.exceptions.RayActorError:
+            return True
+
+    assert wait_for(dead, timeout=60, poll=0.1)
+
+
 def start_service(tmp_path, env=None, **kwargs) -> PreferenceService:
     settings = dict(CLUSTER, log_dir=str(tmp_path), **kwargs)
     return PreferenceService((env or small_dot()).observation_space,
@@ -209,7 +223,7 @@ def test_a_failed_trainer_is_a_clear_error_in_the_driver(cluster, tmp_path):
 def test_a_dead_service_is_a_clear_error_in_the_driver_and_leaves_no_process(cluster, tmp_path):
     service = start_service(tmp_path)
     pids = service.processes()
-    ray.kill(service.actor)
+    kill(service.actor)
     with pytest.raises(PreferenceServiceDied, match=r"resume=True") as e:
         service.check()
     assert service.log_dir in str(e.value)
@@ -250,7 +264,7 @@ def test_rllib_ppo_runners_feed_the_service_a_killed_runner_is_restarted_and_no_
         assert runner_pids[0] not in new_pids
         assert result["drlhp"]["run_labels"] == budget, "labelling went on to the end of the budget"
         service_pids = service.processes()
-        ray.kill(service.actor)  # and a dead service stops training with drlhp's error
+        kill(service.actor)  # and a dead service stops training with drlhp's error
         with pytest.raises(PreferenceServiceDied):
             algo.train()
     finally:

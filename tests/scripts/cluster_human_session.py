@@ -9,19 +9,13 @@ import sys
 import ray
 
 from drlhp.cluster import ClusterPreferenceWrapper, PreferenceService
-from human_session import SETTINGS, make_env
+from human_session import SETTINGS, make_env, play_until
 
 
 @ray.remote
 def play(service_name: str, stop_file: str) -> int:
     env = ClusterPreferenceWrapper(make_env(), service_name, flush_interval=0.05)
-    env.reset(seed=0)
-    steps = 0
-    while not os.path.exists(stop_file):
-        _, _, terminated, truncated, _ = env.step(env.action_space.sample())
-        steps += 1
-        if terminated or truncated:
-            env.reset()
+    steps = play_until(env, stop_file)
     env.close()
     return steps
 

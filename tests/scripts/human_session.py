@@ -32,8 +32,8 @@ def make_env() -> gymnasium.Env:
     return Bars(gymnasium.make("drlhp/MovingDot-v0"))
 
 
-def run_single(log_dir: str, stop_file: str) -> int:
-    env = HumanPreferencesEnvWrapper(make_env(), log_dir=log_dir, **SETTINGS)
+def play_until(env: gymnasium.Env, stop_file: str) -> int:
+    """Step ``env`` at random until ``stop_file`` appears; returns the steps taken."""
     env.reset(seed=0)
     steps = 0
     while not os.path.exists(stop_file):
@@ -41,6 +41,12 @@ def run_single(log_dir: str, stop_file: str) -> int:
         steps += 1
         if terminated or truncated:
             env.reset()
+    return steps
+
+
+def run_single(log_dir: str, stop_file: str) -> int:
+    env = HumanPreferencesEnvWrapper(make_env(), log_dir=log_dir, **SETTINGS)
+    steps = play_until(env, stop_file)
     env.save_prefs()
     env.close()
     return steps

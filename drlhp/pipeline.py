@@ -11,7 +11,7 @@
        | which of them are real transitions, where episodes end
        v
   PreferencePipeline (this module, main process)
-       | one SegmentBuilder per env: a clip never spans two episodes of one env
+       | EpisodeClips (one SegmentBuilder per env): a clip never spans two episodes of one env
        v
   SegmentChannel (shared-memory slots; no free slot -> clip dropped + counted)
        |
@@ -49,7 +49,7 @@ import queue
 import secrets
 import sys
 import time
-from typing import Any, List, Optional, Sequence
+from typing import Any, Optional, Sequence
 
 import numpy as np
 import torch
@@ -64,7 +64,7 @@ from drlhp.reward_predictor import (CHECKPOINT_DIRNAME, CHECKPOINT_FILENAME, Net
                                     checkpoint_path)
 from drlhp.run_dir import HUMAN_LABELS_FILENAME
 from drlhp.segment_channel import SegmentChannel
-from drlhp.segments import SegmentBuilder
+from drlhp.segments import EpisodeClips
 from drlhp.trainer_process import TrainerConfig, run_reward_trainer
 
 log = logging.getLogger("drlhp")
@@ -110,12 +110,8 @@ class PreferencePipeline:
                 )
             self._user_choice = True
 
-        self._builders: List[SegmentBuilder] = (
-            [SegmentBuilder(frame_spec, config.segment_length) for _ in range(n_envs)] if config.collect_prefs else [])
         # Episode ids are unique across envs, so the interface can tell episodes apart.
-        self._episode_ids = list(range(n_envs))
-        self._next_episode_id = n_envs
-        self._episode_steps = [0] * n_envs
+        self._clips = EpisodeClips(frame_spec, config.segment_length, n_envs) if config.collect_prefs else None
         self._workers: Optional[Workers] = None
         self._channel: Optional[SegmentChannel] = None
         if config.collect_prefs or config.train_reward:
@@ -197,16 +193,11 @@ class PreferencePipeline:
         ``using_reward_from_predictor``, else None (use the env's own reward).
         """
         self.check_workers()
-        if self._builders:
+        if self._clips is not None:
             self._stats.env_steps.value += self.n_envs if recorded is None else sum(recorded)
-            for i in range(self.n_envs):
-                if recorded is None or recorded[i]:
-                    self._episode_steps[i] += 1
-                    segment = self._builders[i].add(frames[i], float(true_rewards[i]))
-                    if segment is not None:
-                        self._channel.send(*segment, self._episode_ids[i], i)
-                if episode_ends is not None and episode_ends[i]:
-                    self.end_episode(i)
+            for env_index, episode, clip_frames, clip_rewards in self._clips.add(frames, true_rewards, recorded,
+                                                                                 episode_ends):
+                self._channel.send(clip_frames, clip_rewards, episode, env_index)
         self.poll_predictor()
         if self.using_reward_from_predictor:
             return self._predictor.rewards(frames)
@@ -228,12 +219,8 @@ class PreferencePipeline:
 
     def end_episode(self, env_index: int) -> None:
         """Env ``env_index``'s episode ended (or it was reset): its unfinished clip is dropped."""
-        # Called at the end of an episode and again by the reset() that follows: count it once.
-        if self._builders and self._episode_steps[env_index]:
-            self._builders[env_index].end_episode()
-            self._episode_ids[env_index] = self._next_episode_id
-            self._next_episode_id += 1
-            self._episode_steps[env_index] = 0
+        if self._clips is not None:
+            self._clips.end_episode(env_index)
 
     def end_all_episodes(self) -> None:
         for i in range(self.n_envs):
@@ -338,7 +325,7 @@ class PreferencePipeline:
     def stats(self) -> dict:
         """Counters: clips sent/dropped, labels, preferences received, reward-training steps."""
         out = {"n_envs": self.n_envs, "segments_sent": 0, "segments_dropped": 0,
-               "tail_frames_dropped": sum(b.n_tail_frames_dropped for b in self._builders)}
+               "tail_frames_dropped": self._clips.n_tail_frames_dropped if self._clips is not None else 0}
         if self._channel is not None:
             out.update(segments_sent=self._channel.n_sent, segments_dropped=self._channel.n_dropped)
         if self._workers is not None:

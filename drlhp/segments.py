@@ -114,3 +114,49 @@ class SegmentBuilder:
     def end_episode(self) -> None:
         self.n_tail_frames_dropped += self._n
         self._n = 0
+
+
+class EpisodeClips:
+    """Cuts the frames of ``n_envs`` envs stepping together into clips, following each env's episodes.
+
+    One ``SegmentBuilder`` per env, so a clip never spans two episodes of one env; each
+    episode gets an id unique across the envs.
+    """
+
+    def __init__(self, spec: FrameSpec, length: int, n_envs: int) -> None:
+        self.builders = [SegmentBuilder(spec, length) for _ in range(n_envs)]
+        self._episode_ids = list(range(n_envs))
+        self._next_episode_id = n_envs
+        self._episode_steps = [0] * n_envs
+
+    def add(self, frames: np.ndarray, rewards, recorded=None,
+            episode_ends=None) -> list[tuple[int, int, np.ndarray, np.ndarray]]:
+        """One step of every env; returns ``(env_index, episode_id, frames, rewards)`` of each clip it completed.
+
+        ``recorded``: which envs made a real transition (None: all); ``episode_ends``: whose
+        episodes ended with this step (None: none). A clip's arrays are its builder's own
+        buffers: use them before the next ``add``.
+        """
+        clips = []
+        for i, builder in enumerate(self.builders):
+            if recorded is None or recorded[i]:
+                self._episode_steps[i] += 1
+                clip = builder.add(frames[i], float(rewards[i]))
+                if clip is not None:
+                    clips.append((i, self._episode_ids[i], *clip))
+            if episode_ends is not None and episode_ends[i]:
+                self.end_episode(i)
+        return clips
+
+    def end_episode(self, env_index: int) -> None:
+        """Env ``env_index``'s episode ended (or it was reset): its unfinished clip is dropped."""
+        # Called at the end of an episode and again by the reset() that follows: count it once.
+        if self._episode_steps[env_index]:
+            self.builders[env_index].end_episode()
+            self._episode_ids[env_index] = self._next_episode_id
+            self._next_episode_id += 1
+            self._episode_steps[env_index] = 0
+
+    @property
+    def n_tail_frames_dropped(self) -> int:
+        return sum(b.n_tail_frames_dropped for b in self.builders)

@@ -5,7 +5,7 @@ import numpy as np
 from conftest import wait_for
 from drlhp.frames import infer_frame_spec
 from drlhp.segment_channel import SegmentChannel
-from drlhp.segments import SegmentBuilder
+from drlhp.segments import EpisodeClips, SegmentBuilder
 
 SPEC = infer_frame_spec(np.zeros((6, 6, 1), np.uint8))
 
@@ -28,6 +28,18 @@ def test_segment_never_spans_two_episodes():
     assert b.n_tail_frames_dropped == 2
     outs = [b.add(np.full((6, 6, 1), t, np.uint8), 0.0) for t in (10, 11, 12)]
     assert outs[-1][0][:, 0, 0, 0].tolist() == [10, 11, 12]
+
+
+def test_episode_clips_follow_each_envs_episodes_and_skip_unrecorded_steps():
+    clips = EpisodeClips(SPEC, 2, n_envs=2)
+    frames = lambda t: np.full((2, 6, 6, 1), t, np.uint8)  # noqa: E731
+    assert clips.add(frames(0), [0.0, 0.0]) == []
+    done = clips.add(frames(1), [1.0, 1.0], episode_ends=[True, False])  # env 0's episode ends with its clip
+    assert [(i, episode, f[:, 0, 0, 0].tolist()) for i, episode, f, _ in done] == [(0, 0, [0, 1]), (1, 1, [0, 1])]
+    clips.add(frames(2), [0.0, 0.0], recorded=[False, True], episode_ends=[False, True])  # env 1: a 1-frame tail
+    done = [clips.add(frames(t), [0.0, 0.0]) for t in (3, 4)][-1]
+    assert [(i, episode, f[:, 0, 0, 0].tolist()) for i, episode, f, _ in done] == [(0, 2, [3, 4]), (1, 3, [3, 4])]
+    assert clips.n_tail_frames_dropped == 1
 
 
 def test_channel_moves_segments_and_drops_when_full():

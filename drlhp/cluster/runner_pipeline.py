@@ -25,9 +25,9 @@ import numpy as np
 import torch
 
 from drlhp.cluster.clip_stream import PackedClip, RateCap
-from drlhp.cluster.service import attach, import_ray
+from drlhp.cluster.service import import_ray, service_actor
 from drlhp.reward_predictor import RewardPredictor
-from drlhp.segments import SegmentBuilder
+from drlhp.segments import EpisodeClips
 
 #: Unanswered clip batches a runner allows before it drops new ones (the service is behind).
 MAX_BATCHES_IN_FLIGHT = 4
@@ -48,18 +48,17 @@ class RunnerPipeline:
     def __init__(self, service_name: str, n_envs: int = 1, clip_share: float = 1.0,
                  flush_interval: float = 0.5, weights_poll_interval: float = 1.0) -> None:
         self._ray = import_ray()
-        self._service = attach(service_name)
+        self._service = service_actor(service_name)
         settings = self._ray.get(self._service.runner_settings.remote(), timeout=120)
         self.config, self.frame_spec, self.n_envs = settings["config"], settings["frame_spec"], n_envs
         if self.config.torch_threads:
             torch.set_num_threads(self.config.torch_threads)
         self.labelling_url = None  # the page is the service's: PreferenceService.labelling_url
-        self._builders = [SegmentBuilder(self.frame_spec, self.config.segment_length) for _ in range(n_envs)]
+        self._clips = EpisodeClips(self.frame_spec, self.config.segment_length, n_envs)
         rate = settings["clips_per_second"] * clip_share
         self._cap = RateCap(rate, burst=max(1.0, rate * flush_interval))
         # A new source per env and per restart: the episodes of a restarted runner stay apart.
         self.sources = [secrets.randbits(31) for _ in range(n_envs)]
-        self._episodes, self._episode_steps = [0] * n_envs, [0] * n_envs
         self._outbox: list = []
         self._unreported_steps = 0
         self._in_flight: list = []
@@ -74,15 +73,10 @@ class RunnerPipeline:
     # -- the per-step path (PreferencePipeline's interface) --------------------------------
     def step(self, frames: np.ndarray, true_rewards: Sequence[float], recorded: Optional[Sequence[bool]] = None,
              episode_ends: Optional[Sequence[bool]] = None) -> np.ndarray:
-        for i in range(self.n_envs):
-            if recorded is None or recorded[i]:
-                self._unreported_steps += 1
-                self._episode_steps[i] += 1
-                clip = self._builders[i].add(frames[i], float(true_rewards[i]))
-                if clip is not None:
-                    self._keep(i, clip)
-            if episode_ends is not None and episode_ends[i]:
-                self.end_episode(i)
+        self._unreported_steps += self.n_envs if recorded is None else sum(recorded)
+        for env_index, episode, clip_frames, clip_rewards in self._clips.add(frames, true_rewards, recorded,
+                                                                             episode_ends):
+            self._keep(env_index, episode, clip_frames, clip_rewards)
         now = time.monotonic()
         if now >= self._next_flush:
             self._next_flush = now + self._flush_interval
@@ -94,19 +88,17 @@ class RunnerPipeline:
             return np.zeros(self.n_envs)
         return self.predictor.rewards(frames)
 
-    def _keep(self, i: int, clip: tuple) -> None:
+    def _keep(self, env_index: int, episode: int, frames: np.ndarray, rewards: np.ndarray) -> None:
         self.counts["clips_cut"] += 1
         if self._cap.take():
-            episode = (self.sources[i] << 24) + self._episodes[i]  # unique across the cluster's envs
-            self._outbox.append(PackedClip.pack(*clip, self.sources[i], episode))
+            source = self.sources[env_index]
+            # Episode ids are unique within this runner; with the env's source, across the cluster.
+            self._outbox.append(PackedClip.pack(frames, rewards, source, (source << 24) + episode))
         else:
             self.counts["clips_over_share"] += 1
 
     def end_episode(self, env_index: int) -> None:
-        if self._episode_steps[env_index]:
-            self._builders[env_index].end_episode()
-            self._episodes[env_index] += 1
-            self._episode_steps[env_index] = 0
+        self._clips.end_episode(env_index)
 
     def end_all_episodes(self) -> None:
         for i in range(self.n_envs):

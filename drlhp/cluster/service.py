@@ -237,7 +237,7 @@ class PreferenceService:
     def attach(cls, name: str) -> "PreferenceService":
         """A handle on the running service ``name`` (e.g. in a callback); its ``close()`` leaves the service be."""
         self = cls.__new__(cls)
-        self.name, self._actor, self._closed, self._owner = name, attach(name), False, False
+        self.name, self._actor, self._closed, self._owner = name, service_actor(name), False, False
         self._failure_reported = False
         info = self._get(self._actor.ready.remote())
         self.node_ip, self.log_dir, self.labelling_url = info["node_ip"], info["log_dir"], info["labelling_url"]
@@ -336,7 +336,7 @@ def _for_this_node(config: PreferenceConfig) -> PreferenceConfig:
     return dataclasses.replace(config, **changes)
 
 
-def attach(name: str):
+def service_actor(name: str):
     """The actor handle of the service called ``name``, from any process of the cluster."""
     ray = import_ray()
     try:

@@ -4,7 +4,7 @@
 observations so that any RL algorithm learns from preferences over clips;
 ``HumanPreferencesVectorWrapper`` (gymnasium) and ``drlhp.sb3.HumanPreferencesVecEnvWrapper``
 (Stable-Baselines3) do the same for many envs stepping together, with one pipeline.
-The bundled env ``"drlhp/MovingDot-v0"`` is registered on import.
+The bundled envs ``"drlhp/MovingDot-v0"`` and ``"drlhp/MovingDotRandomTarget-v0"`` are registered on import.
 """
 import gymnasium
 
@@ -24,6 +24,9 @@ __version__ = "0.1.0"
 
 if "drlhp/MovingDot-v0" not in gymnasium.registry:
     gymnasium.register("drlhp/MovingDot-v0", entry_point="drlhp.envs.moving_dot:MovingDotEnv")
+    # The target in a random cell each episode: a reward that depends on two objects' relative position.
+    gymnasium.register("drlhp/MovingDotRandomTarget-v0", entry_point="drlhp.envs.moving_dot:MovingDotEnv",
+                       kwargs={"random_target": True})
 
 __all__ = [
     "HumanPreferencesEnvWrapper", "HumanPreferencesVectorWrapper", "PreferenceConfig", "PreferencePipeline",

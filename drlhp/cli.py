@@ -20,6 +20,8 @@ from typing import List, Optional
 from tqdm import tqdm
 
 from drlhp.config import PreferenceConfig
+from drlhp.reward_predictor import ARCHS
+from drlhp.reward_trainer import Augmentation
 
 DEFAULTS = PreferenceConfig()  # train-reward trains as a wrapper's trainer would
 
@@ -91,7 +93,9 @@ def cmd_train_reward(args) -> None:
                        dropout=args.dropout, batchnorm=args.batchnorm, weight_decay=args.weight_decay,
                        ensemble_size=args.ensemble_size, adaptive_l2=args.adaptive_l2,
                        noise_prob=args.noise_prob, val_fraction=args.val_fraction, seed=args.seed,
-                       tensorboard_log=args.tensorboard_log)
+                       tensorboard_log=args.tensorboard_log, arch=args.arch, torch_threads=args.threads,
+                       augmentation=Augmentation(args.augment_shift, args.temporal_crop_min_length,
+                                                 args.pseudo_label_threshold))
     bar.close()
     print(f"step {row['training_step']}: validation accuracy {row['val_accuracy']:.3f}, loss {row['val_loss']:.4f}; "
           f"checkpoint in {args.log_dir}/reward_predictor_checkpoints (pretrained_reward_predictor_dir= loads it)")
@@ -161,6 +165,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dropout", type=float, default=DEFAULTS.reward_predictor_dropout)
     p.add_argument("--ensemble-size", type=int, default=DEFAULTS.ensemble_size)
     p.add_argument("--batchnorm", action="store_true")
+    p.add_argument("--arch", choices=ARCHS, default=DEFAULTS.reward_net_arch, help="the reward network for images "
+                   f"(default: {DEFAULTS.reward_net_arch})")
+    p.add_argument("--augment-shift", type=int, default=DEFAULTS.augment_shift,
+                   help=f"random shifts of the clips, in pixels (default: {DEFAULTS.augment_shift}; 0: off)")
+    p.add_argument("--temporal-crop-min-length", type=int, default=DEFAULTS.temporal_crop_min_length,
+                   help=f"temporal crops to at least this many frames (default: {DEFAULTS.temporal_crop_min_length})")
+    p.add_argument("--pseudo-label-threshold", type=float, default=DEFAULTS.pseudo_label_threshold,
+                   help=f"SURF pseudo-labels this sure (default: {DEFAULTS.pseudo_label_threshold}: off)")
+    p.add_argument("--threads", type=int, default=None, help="torch threads (default: all cores)")
     p.add_argument("--weight-decay", type=float, default=DEFAULTS.reward_predictor_weight_decay,
                    help="L2 penalty (its starting value with adaptive L2)")
     p.add_argument("--no-adaptive-l2", dest="adaptive_l2", action="store_false",

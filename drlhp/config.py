@@ -19,7 +19,8 @@ import numpy as np
 from drlhp.label_schedule import LabelSchedule
 from drlhp.labellers import Labeller, SyntheticTeacher
 from drlhp.pair_selection import SELECTIONS
-from drlhp.reward_predictor import DEFAULT_ENSEMBLE_SIZE, checkpoint_path
+from drlhp.reward_predictor import ARCHS, DEFAULT_ARCH, DEFAULT_ENSEMBLE_SIZE, checkpoint_path
+from drlhp.reward_trainer import Augmentation
 from drlhp.run_dir import can_resume
 from drlhp.tensorboard_log import require_tensorboard
 
@@ -89,6 +90,19 @@ class PreferenceConfig:
         reward_predictor_batch_size: labelled pairs per training step.
         reward_predictor_dropout: dropout probability after every hidden layer.
         reward_predictor_batchnorm: add batch normalisation after every hidden layer.
+        reward_net_arch: the reward network for image frames: ``"atari"``, the CNN of Christiano et
+            al. 2017; or ``"keypoints"``, convolutions ending in a spatial softmax that turns each
+            channel into an object's coordinates, so rewards that depend on where objects stand
+            relative to each other are learned from few labels (give it a few hundred training
+            steps before the agent relies on it). Flat vector frames always get an MLP. A pretrained
+            or resumed network keeps the architecture it was saved with.
+        augment_shift: while training, shift each labelled clip by up to this many pixels (edges
+            repeated; the same shift for all its frames), as DrQ / RAD do. 0: off.
+        temporal_crop_min_length: while training, cut each clip of a batch to one random length of
+            at least this many frames, each at its own start, as SURF does. None: off.
+        pseudo_label_threshold: SURF's semi-supervised term: also train on new pairings of the
+            database's clips, labelled with the network's own preference where it is at least this
+            sure (e.g. 0.95). These labels are recomputed every step and never stored. None: off.
         reward_predictor_weight_decay: L2 penalty (Adam weight decay); with ``adaptive_l2``,
             its starting value.
         adaptive_l2: adjust the L2 penalty at each checkpoint so the validation loss stays
@@ -164,6 +178,10 @@ class PreferenceConfig:
     reward_predictor_batch_size: int = 8
     reward_predictor_dropout: float = 0.2
     reward_predictor_batchnorm: bool = False
+    reward_net_arch: str = DEFAULT_ARCH
+    augment_shift: int = 0
+    temporal_crop_min_length: Optional[int] = None
+    pseudo_label_threshold: Optional[float] = None
     reward_predictor_weight_decay: float = 1e-4
     adaptive_l2: bool = True
     ensemble_size: int = DEFAULT_ENSEMBLE_SIZE
@@ -194,6 +212,10 @@ class PreferenceConfig:
     def schedule(self) -> LabelSchedule:
         return LabelSchedule(self.label_budget, self.n_initial_prefs, self.label_schedule, self.label_schedule_steps,
                              self.label_schedule_t0)
+
+    @property
+    def augmentation(self) -> Augmentation:
+        return Augmentation(self.augment_shift, self.temporal_crop_min_length, self.pseudo_label_threshold)
 
     @property
     def human_labelling(self) -> bool:
@@ -236,6 +258,8 @@ def _check(c: PreferenceConfig) -> None:
         need(getattr(c, name) >= 1, f"{name} must be >= 1, got {getattr(c, name)}")
     need(c.label_budget is None or c.label_budget >= 1, f"label_budget must be >= 1 (or None), got {c.label_budget}")
     c.schedule  # checks the schedule's settings
+    c.augmentation  # and the augmentation's
+    need(c.reward_net_arch in ARCHS, f"reward_net_arch must be one of {ARCHS}, got {c.reward_net_arch!r}")
     need(c.pair_selection in SELECTIONS, f"pair_selection must be one of {SELECTIONS}, got {c.pair_selection!r}")
     need(c.n_candidate_pairs >= 1, f"n_candidate_pairs must be >= 1, got {c.n_candidate_pairs}")
     need(c.reward_predictor_weight_decay >= 0, "reward_predictor_weight_decay must be >= 0")

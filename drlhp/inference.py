@@ -27,18 +27,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from drlhp.layers import MemberLinear, SpatialSoftmax, member_linear, spatial_softmax
+
 # Gathering patches beats a grouped convolution on small maps only (measured at
 # batch 1): the gathered patches grow with the map, the call overhead does not.
 MAX_GATHER_MAP = 16 * 16
 
 Op = Callable[[torch.Tensor], torch.Tensor]
-
-
-def member_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
-    """Each member's dense layer on its own slice: ``x`` (B, M*F) -> (B, M*H); ``weight`` (M, H, F)."""
-    m, h, f = weight.shape
-    return torch.baddbmm(bias.unsqueeze(1), x.view(-1, m, f).transpose(0, 1), weight.transpose(1, 2)) \
-        .transpose(0, 1).reshape(-1, m * h)
 
 
 class MemberMajorConv:
@@ -113,6 +108,13 @@ def _member_major_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tens
     return torch.baddbmm(bias.unsqueeze(1), x, weight.transpose(1, 2))
 
 
+def _member_major_spatial_softmax(x: torch.Tensor, grid: torch.Tensor) -> torch.Tensor:
+    """``spatial_softmax`` on ``(M, K, N*H*W)`` -> ``(M, N, 2K)``: each member's K x-coordinates, then K y's."""
+    m, k = x.shape[:2]
+    xy = torch.softmax(x.view(m, k, -1, grid.shape[0]), dim=-1) @ grid  # (M, K, N, 2)
+    return xy.permute(0, 2, 3, 1).reshape(m, -1, 2 * k)
+
+
 def _members_last(x: torch.Tensor) -> torch.Tensor:
     """``(M, N, 1)`` -> ``(N, M)``, the layout of the grouped network's output."""
     return x.squeeze(2).t()
@@ -122,8 +124,6 @@ def inference_ops(net: nn.Module, in_shape: Sequence[int], one_frame: bool = Fal
     """The eval-mode ``net`` (built by ``build_reward_net`` for frames of ``in_shape``) as calls taking
     ``frames_to_net_input(frames)`` and returning each member's reward ``(N, M)``; with ``one_frame``,
     the calls fastest for N = 1 (they work for any N)."""
-    from drlhp.reward_predictor import MemberLinear
-
     modules = [m for m in net.modules() if not isinstance(m, (nn.Sequential, nn.Dropout))]
     convs = [m for m in modules if isinstance(m, nn.Conv2d)]
     batchnorm = any(isinstance(m, nn.BatchNorm2d) for m in modules)
@@ -156,6 +156,9 @@ def inference_ops(net: nn.Module, in_shape: Sequence[int], one_frame: bool = Fal
         elif isinstance(m, nn.Flatten):
             ops.append(_member_major_flatten(convs[0].groups, hw[0] * hw[1]) if member_major
                        else partial(torch.flatten, start_dim=1))
+        elif isinstance(m, SpatialSoftmax):
+            ops.append(partial(_member_major_spatial_softmax, grid=m.grid) if member_major
+                       else partial(spatial_softmax, grid=m.grid, n_members=m.n_members))
         elif isinstance(m, (nn.BatchNorm1d, nn.BatchNorm2d)):
             ops.append(m.eval())
         else:

@@ -16,12 +16,13 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 
 import numpy as np
+import torch
 
 from drlhp.frames import infer_frame_spec
 from drlhp.log_dir_lock import LogDirLock
 from drlhp.pref_db import PrefBuffer, clip_format
 from drlhp.processes import SharedStats
-from drlhp.reward_predictor import (CHECKPOINT_DIRNAME, DEFAULT_ENSEMBLE_SIZE, NetConfig, RewardPredictor,
+from drlhp.reward_predictor import (CHECKPOINT_DIRNAME, DEFAULT_ARCH, DEFAULT_ENSEMBLE_SIZE, NetConfig, RewardPredictor,
                                     checkpoint_path)
 from drlhp.reward_trainer import RewardTrainer
 from drlhp.tensorboard_log import require_tensorboard
@@ -41,12 +42,16 @@ def train_reward(prefs_dir: str, log_dir: str, steps: Optional[int] = None, epoc
         raise ValueError("give either steps or epochs")
     shape, dtype = clip_format(prefs_dir)
     net = NetConfig(infer_frame_spec(np.zeros(shape[1:], dtype)), settings.pop("dropout", 0.2),
-                    settings.pop("batchnorm", False), n_members=settings.pop("ensemble_size", DEFAULT_ENSEMBLE_SIZE))
+                    settings.pop("batchnorm", False), n_members=settings.pop("ensemble_size", DEFAULT_ENSEMBLE_SIZE),
+                    arch=settings.pop("arch", DEFAULT_ARCH))
     settings.setdefault("n_initial_prefs", 1)
     if settings.get("tensorboard_log"):
         require_tensorboard()
+    settings.setdefault("torch_threads", None)  # this process: all its cores unless told
     config = TrainerConfig(net=net, segment_length=shape[0], log_dir=log_dir, collect_prefs=False, train_reward=True,
                            prefs_dir=prefs_dir, **settings)
+    if config.torch_threads:
+        torch.set_num_threads(config.torch_threads)
     lock = LogDirLock(log_dir)
     lock.acquire(os.getpid())
     try:

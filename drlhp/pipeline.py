@@ -132,7 +132,7 @@ class PreferencePipeline:
         self._interface_stop, self._trainer_stop = StopFlag(ctx), StopFlag(ctx)
         trainer_config = TrainerConfig(
             net=NetConfig(frame_spec, c.reward_predictor_dropout, c.reward_predictor_batchnorm,
-                          n_members=c.ensemble_size),
+                          n_members=c.ensemble_size, arch=c.reward_net_arch),
             segment_length=c.segment_length, log_dir=c.log_dir, collect_prefs=c.collect_prefs,
             train_reward=c.train_reward, prefs_dir=c.prefs_dir,
             pretrained_ckpt=pretrained_ckpt, max_prefs_in_db=c.max_prefs_in_db, val_fraction=c.val_fraction,
@@ -142,7 +142,7 @@ class PreferencePipeline:
             adaptive_l2=c.adaptive_l2, label_budget=c.label_budget if c.collect_prefs else None,
             reward_scale=c.reward_scale, torch_threads=c.trainer_torch_threads, seed=c.seed,
             autosave_prefs=c.autosave_prefs, autosave_interval=c.prefs_autosave_interval, resume=c.resume,
-            tensorboard_log=c.tensorboard_log,
+            tensorboard_log=c.tensorboard_log, augmentation=c.augmentation,
         )
         try:
             self._workers.start("reward_trainer", run_reward_trainer, trainer_config, self._pref_queue,

@@ -27,7 +27,8 @@ from torch import nn
 
 from drlhp.files import atomic_write
 from drlhp.frames import FrameSpec, frames_to_net_input
-from drlhp.inference import inference_ops, member_linear
+from drlhp.inference import inference_ops
+from drlhp.layers import MemberLinear, SpatialSoftmax
 from drlhp.normaliser import RewardNormaliser
 
 CHECKPOINT_DIRNAME = "reward_predictor_checkpoints"
@@ -35,10 +36,20 @@ CHECKPOINT_FILENAME = "reward_predictor.ckpt"
 CHECKPOINT_FORMAT = "drlhp-reward-predictor-v2"
 OLD_CHECKPOINT_FORMATS = ("drlhp-reward-predictor-v1",)  # one network, plain Linear layers
 
+#: The image networks (``NetConfig.arch``): ``"atari"``, the CNN of Christiano et al. 2017 (appendix A.2),
+#: and ``"keypoints"``, convolutions ending in a spatial softmax (``drlhp.layers.SpatialSoftmax``).
+ARCHS = ("atari", "keypoints")
+#: The network images get unless asked otherwise. The keypoint network learns relational rewards the Atari
+#: network does not, but it can take a few hundred steps to find the objects (see the README's Label
+#: efficiency), which a short run such as the main job does not give it: opt in with ``arch="keypoints"``.
+DEFAULT_ARCH = "atari"
 # The Atari network of Christiano et al. 2017 (appendix A.2): (kernel, stride) per layer.
 CONV_LAYERS = ((7, 3), (5, 2), (3, 1), (3, 1))
 # Smallest side for which those layers fit unpadded; smaller images use "same" padding.
 MIN_UNPADDED_SIDE = 43
+# The keypoint network: (kernel, stride, padding) per layer; the last layer's channels are the keypoints.
+KEYPOINT_LAYERS = ((8, 4, 2), (3, 1, 1), (3, 1, 1))
+KEYPOINT_CHANNELS = 16
 #: Reward networks in an ensemble by default (Christiano et al. 2017 use 3).
 DEFAULT_ENSEMBLE_SIZE = 3
 
@@ -52,6 +63,11 @@ class NetConfig:
     batchnorm: bool = False
     hidden: int = 64
     n_members: int = 1
+    arch: str = DEFAULT_ARCH  # images only; checkpoints from before the keypoint network hold no arch: "atari"
+
+    def __post_init__(self) -> None:
+        if self.arch not in ARCHS:
+            raise ValueError(f"reward network arch must be one of {ARCHS}, got {self.arch!r}")
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -61,52 +77,75 @@ class NetConfig:
     @classmethod
     def from_dict(cls, d: dict) -> "NetConfig":
         return cls(FrameSpec.from_dict(d["frame_spec"]), float(d["dropout"]), bool(d["batchnorm"]), int(d["hidden"]),
-                   int(d.get("n_members", 1)))
-
-
-class MemberLinear(nn.Module):
-    """``M`` independent ``nn.Linear(F, H)`` layers on consecutive slices of the features, in one call."""
-
-    def __init__(self, n_members: int, in_features: int, out_features: int) -> None:
-        super().__init__()
-        bound = 1 / math.sqrt(in_features)  # nn.Linear's default initialisation, per member
-        self.weight = nn.Parameter(torch.empty(n_members, out_features, in_features).uniform_(-bound, bound))
-        self.bias = nn.Parameter(torch.empty(n_members, out_features).uniform_(-bound, bound))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return member_linear(x, self.weight, self.bias)
+                   int(d.get("n_members", 1)), str(d.get("arch", "atari")))
 
 
 def build_reward_net(config: NetConfig) -> nn.Module:
-    """Per-frame reward networks, the paper's CNN for images or an MLP for flat vectors, one per member.
+    """Per-frame reward networks, one per member: for images the network ``config.arch`` names, for
+    flat vectors an MLP.
 
     Input ``(B, M*C, H, W)`` (member ``m`` sees channels ``m*C:(m+1)*C``) or ``(B, M*D)``;
     output ``(B, M)``. ``member_input`` makes that input from ordinary frames.
     """
     m = config.n_members
     in_shape = config.frame_spec.net_input_shape
-    layers: list[nn.Module] = []
-    if config.frame_spec.is_image:
-        channels, h, w = in_shape
-        pad_same = min(h, w) < MIN_UNPADDED_SIDE
-        for kernel, stride in CONV_LAYERS:
-            layers.append(nn.Conv2d(channels * m, 16 * m, kernel, stride, padding=kernel // 2 if pad_same else 0,
-                                    groups=m))
-            if config.batchnorm:
-                layers.append(nn.BatchNorm2d(16 * m))
-            layers += [nn.LeakyReLU(0.01), nn.Dropout(config.dropout)]
-            channels = 16
-        layers.append(nn.Flatten())
+    if not config.frame_spec.is_image:
+        body = [MemberLinear(m, in_shape[0], config.hidden), *_activation(config)]
+    elif config.arch == "keypoints":
+        body = _keypoint_body(config, in_shape)
     else:
-        layers += [MemberLinear(m, in_shape[0], config.hidden), nn.LeakyReLU(0.01), nn.Dropout(config.dropout)]
-    body = nn.Sequential(*layers)
+        body = _atari_body(config, in_shape)
+    body = nn.Sequential(*body)
     with torch.no_grad():
         n_features = body(member_input(torch.zeros(1, *in_shape), m)).shape[1] // m
     head = [MemberLinear(m, n_features, config.hidden)]
     if config.batchnorm:
         head.append(nn.BatchNorm1d(config.hidden * m))
-    head += [nn.LeakyReLU(0.01), nn.Dropout(config.dropout), MemberLinear(m, config.hidden, 1)]
+    head += _activation(config)
+    if config.frame_spec.is_image and config.arch == "keypoints":
+        # Two dense layers: a distance between keypoints is a difference, then a ReLU, then a sum.
+        head += [MemberLinear(m, config.hidden, config.hidden), *_activation(config)]
+    head.append(MemberLinear(m, config.hidden, 1))
     return nn.Sequential(body, *head).to(memory_format=torch.channels_last)
+
+
+def _activation(config: NetConfig) -> list[nn.Module]:
+    return [nn.LeakyReLU(0.01), nn.Dropout(config.dropout)]
+
+
+def _atari_body(config: NetConfig, in_shape: tuple) -> list[nn.Module]:
+    m, (channels, h, w) = config.n_members, in_shape
+    pad_same = min(h, w) < MIN_UNPADDED_SIDE
+    layers: list[nn.Module] = []
+    for kernel, stride in CONV_LAYERS:
+        layers.append(nn.Conv2d(channels * m, 16 * m, kernel, stride, padding=kernel // 2 if pad_same else 0,
+                                groups=m))
+        if config.batchnorm:
+            layers.append(nn.BatchNorm2d(16 * m))
+        layers += _activation(config)
+        channels = 16
+    return layers + [nn.Flatten()]
+
+
+def _keypoint_body(config: NetConfig, in_shape: tuple) -> list[nn.Module]:
+    """Convolutions that keep a map of a quarter of the frame's side, then each channel's keypoint.
+
+    No activation and no dropout before the softmax: the last convolution's outputs are
+    the softmax's logits.
+    """
+    m, (channels, h, w) = config.n_members, in_shape
+    layers: list[nn.Module] = []
+    for i, (kernel, stride, padding) in enumerate(KEYPOINT_LAYERS):
+        layers.append(nn.Conv2d(channels * m, KEYPOINT_CHANNELS * m, kernel, stride, padding, groups=m))
+        h, w = (h + 2 * padding - kernel) // stride + 1, (w + 2 * padding - kernel) // stride + 1
+        channels = KEYPOINT_CHANNELS
+        if i < len(KEYPOINT_LAYERS) - 1:
+            if config.batchnorm:
+                layers.append(nn.BatchNorm2d(KEYPOINT_CHANNELS * m))
+            layers += _activation(config)
+    if min(h, w) < 1:
+        raise ValueError(f"frames of {in_shape[1:]} pixels are too small for the keypoint network; use arch='atari'")
+    return layers + [SpatialSoftmax(m, h, w)]
 
 
 def member_input(x: torch.Tensor, n_members: int) -> torch.Tensor:

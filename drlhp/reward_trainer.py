@@ -2,11 +2,14 @@
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from typing import Iterable, Iterator, Optional, Tuple
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 
+from drlhp.augment import random_shift, temporal_crop
 from drlhp.files import atomic_write
 from drlhp.frames import frames_to_net_input
 from drlhp.reward_predictor import (RewardPredictor, member_input, members_input, preference_accuracy,
@@ -29,7 +32,42 @@ def adapted_l2(coefficient: float, val_loss: float, train_loss: float) -> float:
     return min(max(coefficient, L2_LIMITS[0]), L2_LIMITS[1])
 
 
+def pseudo_labels(return_diff: torch.Tensor, threshold: float) -> Tuple[torch.Tensor, torch.Tensor]:
+    """Which pairs are sure enough, and their labels: ``return_diff`` (R_a - R_b) -> (mask, 1.0 where a is
+    preferred else 0.0, for the masked pairs only). Sure: Bradley-Terry's P(a preferred) or P(b preferred)
+    is at least ``threshold``."""
+    p_a = torch.sigmoid(return_diff)
+    sure = torch.maximum(p_a, 1 - p_a) >= threshold
+    return sure, (p_a[sure] > 0.5).to(return_diff.dtype)
+
+
 FRAMES_PASS_PAIRS = 4  # pairs per pass for one network (below)
+
+
+@dataclass(frozen=True)
+class Augmentation:
+    """What varies the labelled clips each training step (``drlhp.augment``), and SURF's pseudo-labels.
+
+    ``shift``: random shifts of up to this many pixels (0: off). ``crop_min_length``:
+    temporal crops to at least this many frames (None: off). ``pseudo_label_threshold``:
+    train on unlabelled pairs whose predicted preference is at least this sure (SURF's
+    tau; None: off), with weight ``pseudo_label_weight``; the labels are the network's
+    own, recomputed every step, and never stored.
+    """
+
+    shift: int = 0
+    crop_min_length: Optional[int] = None
+    pseudo_label_threshold: Optional[float] = None
+    pseudo_label_weight: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.shift < 0:
+            raise ValueError(f"augment_shift must be >= 0 pixels, got {self.shift}")
+        if self.crop_min_length is not None and self.crop_min_length < 1:
+            raise ValueError(f"temporal_crop_min_length must be >= 1 frame (or None), got {self.crop_min_length}")
+        if self.pseudo_label_threshold is not None and not 0.5 < self.pseudo_label_threshold < 1:
+            raise ValueError("pseudo_label_threshold is the confidence a pseudo-label needs: in (0.5, 1), or None; "
+                             f"got {self.pseudo_label_threshold}")
 
 
 class RewardTrainer:
@@ -37,6 +75,7 @@ class RewardTrainer:
 
     A training batch gives each member its own pairs (its bootstrap sample):
     frames ``(M, batch, length, *frame_shape)``, labels ``(M, batch)``.
+    ``augmentation`` varies the clips of each step (not those of ``evaluate``).
 
     A batch goes through the network ``pairs_per_pass`` pairs at a time, gradients
     summed over the passes: the same step as one pass (but for batchnorm statistics,
@@ -50,14 +89,19 @@ class RewardTrainer:
     """
 
     def __init__(self, predictor: RewardPredictor, lr: float = 3e-4, noise_prob: float = 0.0,
-                 weight_decay: float = 0.0, pairs_per_pass: Optional[int] = None) -> None:
+                 weight_decay: float = 0.0, pairs_per_pass: Optional[int] = None,
+                 augmentation: Augmentation = Augmentation(), seed: Optional[int] = None) -> None:
         if not 0.0 <= noise_prob < 1.0:
             raise ValueError(f"noise_prob must be in [0, 1), got {noise_prob}")
         self.predictor = predictor
         self.noise_prob = noise_prob
+        self.augmentation = augmentation
+        self.rng = np.random.default_rng(seed)
+        self.generator = torch.Generator().manual_seed(int(self.rng.integers(2 ** 62)))
+        #: Share of the last step's unlabelled pairs confident enough to be pseudo-labelled (nan: none given).
+        self.pseudo_label_fraction = float("nan")
         # Each member's frames ride in the same pass (as channels): keep a pass's frames as for one network.
-        m = predictor.n_members
-        self.pairs_per_pass = pairs_per_pass or max(1, FRAMES_PASS_PAIRS // m)
+        self.pairs_per_pass = pairs_per_pass or max(1, FRAMES_PASS_PAIRS // predictor.n_members)
         self.optimizer = torch.optim.Adam(predictor.net.parameters(), lr=lr, weight_decay=weight_decay)
 
     @property
@@ -75,10 +119,12 @@ class RewardTrainer:
         return self.predictor.n_members
 
     def _member_returns(self, frames_a: np.ndarray, frames_b: np.ndarray) -> Tuple[torch.Tensor, torch.Tensor]:
-        """Each member's returns ``(M, n)`` of its own pairs: frames ``(M, n, length, ...)``."""
+        """Each member's returns ``(M, n)`` of its own pairs: frames ``(M, n, length, ...)``, shifted when training."""
         m, n = frames_a.shape[:2]
         both = np.concatenate([frames_a, frames_b], axis=1).reshape(-1, *frames_a.shape[3:])
         x = frames_to_net_input(both, self.predictor.config.frame_spec)
+        if self.augmentation.shift and x.dim() == 4:
+            x = random_shift(x, frames_a.shape[2], self.augmentation.shift, self.generator)
         returns = segment_returns(self.predictor.net, members_input(x.view(m, -1, *x.shape[1:])), 2 * n)
         return returns[:n].T, returns[n:].T
 
@@ -93,16 +139,24 @@ class RewardTrainer:
     def _passes(self, n: int) -> Iterator[slice]:
         return (slice(i, i + self.pairs_per_pass) for i in range(0, n, self.pairs_per_pass))
 
-    def train_step(self, frames_a: np.ndarray, frames_b: np.ndarray, labels: np.ndarray) -> Tuple[float, float]:
-        """One gradient step; returns (loss, accuracy on this batch), both the members' mean.
+    def _crop(self, frames_a: np.ndarray, frames_b: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+        if self.augmentation.crop_min_length is None:
+            return frames_a, frames_b
+        return temporal_crop(frames_a, frames_b, self.augmentation.crop_min_length, self.rng)
+
+    def train_step(self, frames_a: np.ndarray, frames_b: np.ndarray, labels: np.ndarray,
+                   unlabelled: Optional[Tuple[np.ndarray, np.ndarray]] = None) -> Tuple[float, float]:
+        """One gradient step; returns (loss, accuracy on this batch), both the members' mean, on the labelled pairs.
 
         ``frames_*`` ``(M, batch, length, *frame_shape)`` and ``labels`` ``(M, batch)``; with
-        one member, ``(batch, length, ...)`` and ``(batch,)`` will do.
+        one member, ``(batch, length, ...)`` and ``(batch,)`` will do. ``unlabelled``: pairs of
+        clips ``(M, n, length, ...)`` for pseudo-labels, used when the augmentation asks for them.
         """
         if labels.ndim == 1:
             frames_a, frames_b, labels = frames_a[None], frames_b[None], labels[None]
         self.predictor.net.train()
         self.optimizer.zero_grad(set_to_none=True)
+        frames_a, frames_b = self._crop(frames_a, frames_b)
         n, loss, returns = labels.shape[1], 0.0, []
         for part in self._passes(n):
             ra, rb = self._member_returns(frames_a[:, part], frames_b[:, part])
@@ -112,10 +166,27 @@ class RewardTrainer:
             part_loss.backward()
             loss += part_loss.item() / self.n_members
             returns.append((ra.detach(), rb.detach()))
+        if unlabelled is not None and self.augmentation.pseudo_label_threshold is not None:
+            self._pseudo_label_gradients(*unlabelled)
         self.optimizer.step()
         self.predictor.training_step += 1
         ra, rb = torch.cat([a for a, _ in returns], 1), torch.cat([b for _, b in returns], 1)
         return loss, preference_accuracy(ra.flatten(), rb.flatten(), torch.from_numpy(labels).flatten())[0]
+
+    def _pseudo_label_gradients(self, frames_a: np.ndarray, frames_b: np.ndarray) -> None:
+        """SURF's semi-supervised term: on unlabelled pairs ``(M, n, length, ...)``, each member learns the side
+        it already prefers with confidence >= the threshold; less confident pairs add nothing."""
+        frames_a, frames_b = self._crop(frames_a, frames_b)
+        n, confident = frames_a.shape[1], 0
+        for part in self._passes(n):
+            ra, rb = self._member_returns(frames_a[:, part], frames_b[:, part])
+            diff = ra - rb
+            sure, labels = pseudo_labels(diff.detach(), self.augmentation.pseudo_label_threshold)
+            confident += int(sure.sum())
+            if sure.any():
+                pseudo = F.binary_cross_entropy_with_logits(diff[sure], labels, reduction="sum")
+                (pseudo * self.augmentation.pseudo_label_weight / n).backward()
+        self.pseudo_label_fraction = confident / max(1, frames_a.shape[0] * n)
 
     @torch.inference_mode()
     def evaluate(self, batches: Iterable[Tuple[np.ndarray, np.ndarray, np.ndarray]]) -> Tuple[float, float]:

@@ -37,7 +37,7 @@ from drlhp.messages import ForgetSegment, Preference, RunStart, SavePrefs, Segme
 from drlhp.normaliser import RewardNormaliser
 from drlhp.pref_db import PrefBuffer, PrefDBFormatError, has_labels
 from drlhp.reward_predictor import NetConfig, RewardPredictor
-from drlhp.reward_trainer import RewardTrainer, adapted_l2
+from drlhp.reward_trainer import Augmentation, RewardTrainer, adapted_l2
 from drlhp.run_dir import (METRICS_FILENAME, LogDirHasLabelsError, checkpoint_file, refuse_earlier_labels,
                            set_aside_earlier_logs, trainer_state_file)
 from drlhp.segments import PackedSegment
@@ -84,6 +84,7 @@ class TrainerConfig:
     resume: bool = False
     tensorboard_log: Optional[str] = None  # a directory for TensorBoard runs (None: none)
     label_budget: Optional[int] = None  # only reported: the interface keeps to it
+    augmentation: Augmentation = Augmentation()
 
     @property
     def ckpt_path(self) -> str:
@@ -175,11 +176,15 @@ class RewardTrainingLoop:
             return
         _, shape, dtype = next(iter(segments.values())).packed_frames
         spec = self.config.net.frame_spec
-        if shape != (self.config.segment_length, *spec.shape) or dtype != np.dtype(spec.dtype):
+        # A run that does not collect trains on the database's clips, whatever their length.
+        length = self.config.segment_length if self.config.collect_prefs else shape[0]
+        if shape != (length, *spec.shape) or dtype != np.dtype(spec.dtype):
+            settings = "env, obs_transform_func and segment_length" if self.config.collect_prefs else \
+                "env and obs_transform_func"
             raise ValueError(
                 f"The labels in {source} are of clips of shape {shape} and dtype {dtype}, but this run makes clips "
-                f"of {(self.config.segment_length, *spec.shape)} and {spec.dtype}. Use the env, obs_transform_func "
-                "and segment_length they were collected with.")
+                f"of {(length, *spec.shape)} and {np.dtype(spec.dtype)}. Use the {settings} they were collected "
+                f"with (segment_length={shape[0]}).")
 
     def _load_trainer(self) -> RewardTrainer:
         """The reward network to train: the run's own checkpoint (resume), a pretrained one, or a new one."""
@@ -191,7 +196,8 @@ class RewardTrainingLoop:
             raise ValueError(f"The checkpoint {ckpt} is of a reward network for frames {predictor.config.frame_spec}, "
                              f"but this env gives {c.net.frame_spec}. Use the env and obs_transform_func it was "
                              "trained with.")
-        trainer = RewardTrainer(predictor, c.lr, c.noise_prob, c.weight_decay)
+        trainer = RewardTrainer(predictor, c.lr, c.noise_prob, c.weight_decay, augmentation=c.augmentation,
+                                seed=c.seed)
         if own and trainer.load_state(trainer_state_file(c.log_dir)):
             log.info("resumed the reward network at training step %d, with its optimiser state",
                      predictor.training_step)
@@ -295,6 +301,17 @@ class RewardTrainingLoop:
         return frames_a.reshape(*shape, *frames_a.shape[1:]), frames_b.reshape(*shape, *frames_b.shape[1:]), \
             labels.reshape(shape)
 
+    def _unlabelled(self, n: int):
+        """For pseudo-labels: each member's ``n`` new pairings of the training clips, ``(M, n, length, ...)`` each."""
+        if self.config.augmentation.pseudo_label_threshold is None:
+            return None
+        with self.lock:
+            segments = list(self.buffer.train_db.segments.values())
+            pick = self.rng.integers(0, len(segments), size=(self.trainer.n_members, n, 2))
+            unpacked = {i: segments[i].frames for i in np.unique(pick)}
+        frames = np.stack([unpacked[i] for i in pick.ravel()]).reshape(*pick.shape, *unpacked[pick.flat[0]].shape)
+        return frames[:, :, 0], frames[:, :, 1]
+
     def _pick(self, db, n: int) -> np.ndarray:
         return self.rng.integers(0, len(db), size=n) if len(db) > n else np.arange(len(db))
 
@@ -307,7 +324,8 @@ class RewardTrainingLoop:
             yield batch
 
     def _train_step(self) -> None:
-        loss, acc = self.trainer.train_step(*self._sample(self.buffer.train_db, self.config.batch_size))
+        batch = self.config.batch_size
+        loss, acc = self.trainer.train_step(*self._sample(self.buffer.train_db, batch), self._unlabelled(batch))
         self._recent["loss"].append(loss)
         self._recent["accuracy"].append(acc)
         self._pairs_trained += self.config.batch_size

@@ -2,22 +2,30 @@
 until the reward predictor is ready, then the agent learns from predicted rewards only.
 
 The envs are an SB3 VecEnv of ``--n-envs`` envs; one drlhp pipeline (two background
-processes, one database, one reward network) serves them all."""
+processes, one database, one reward network) serves them all.
+
+A run lives in its log_dir: drlhp's labels and reward network, the agent (``agent/agent.pt``, every
+``--save-every`` agent steps and at the end) and the learning curve (``learning_curve.csv``, a row per
+finished episode). ``--resume --log-dir DIR`` goes on with all of them where they were."""
 from __future__ import annotations
 
 import argparse
 import dataclasses
 import os
+import shlex
+import sys
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Optional
 
 import numpy as np
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import VecEnv
 
+from agent_checkpoint import AgentCheckpointError, agent_checkpoint_path, load_agent_state, restore_agent, save_agent
+from drlhp.learning_curve import LearningCurveWriter, learning_curve_path, next_session
 from drlhp.sb3 import HumanPreferencesLogger, HumanPreferencesVecEnvWrapper
 
 
@@ -25,9 +33,13 @@ from drlhp.sb3 import HumanPreferencesLogger, HumanPreferencesVecEnvWrapper
 class Args:
     total_timesteps: int = field(default=30_000, metadata={"help": "agent steps in total (all envs)"})
     n_envs: int = field(default=8, metadata={"help": "envs stepped together, all feeding one drlhp pipeline"})
-    log_dir: str = field(default="drlhp_logs", metadata={"help": "the run's checkpoints, labels and metrics"})
+    log_dir: str = field(default="drlhp_logs", metadata={
+        "help": "the run's agent, labels, reward network, learning curve and metrics"})
     resume: bool = field(default=False, metadata={
-        "help": "continue the run in --log-dir: its labels and reward network (the agent starts afresh)"})
+        "help": "continue the run in --log-dir: its agent (from its last checkpoint), labels, reward network "
+                "and learning curve"})
+    save_every: int = field(default=10_000, metadata={
+        "help": "save the agent every this many agent steps (and at the end; 0: only at the end)"})
     seed: int = field(default=0, metadata={"help": "seed of the envs, the agent and drlhp"})
     segment_length: int = field(default=25, metadata={"help": "frames per clip compared"})
     n_initial_prefs: int = field(default=40, metadata={"help": "labels before reward training starts"})
@@ -37,20 +49,27 @@ class Args:
     pair_selection: str = field(default="disagreement", metadata={
         "help": "disagreement (of the reward ensemble) or random"})
     ensemble_size: int = field(default=3, metadata={"help": "reward networks in the ensemble"})
-    n_initial_training_steps: int = field(default=50, metadata={"help": "reward-training steps before the agent gets the predicted reward"})
+    reward_net_arch: str = field(default="atari", metadata={
+        "help": "the reward network: atari (Christiano et al.'s CNN) or keypoints (spatial softmax: relational rewards)"})
+    n_initial_training_steps: int = field(default=50, metadata={
+        "help": "reward-training steps before the agent gets the predicted reward"})
     log_every: int = field(default=2_000, metadata={"help": "print progress every this many agent steps"})
-    human: bool = field(default=False, metadata={"help": "label the clips yourself (window + terminal) instead of synthetically"})
+    human: bool = field(default=False, metadata={
+        "help": "label the clips yourself (window + terminal) instead of synthetically"})
     web: bool = field(default=False, metadata={
         "help": "label in a browser (one or many people; the page's address is printed) instead of synthetically"})
     web_port: int = field(default=8765, metadata={"help": "the labelling page's port with --web (0: any free port)"})
-    true_reward: bool = field(default=False, metadata={"help": "baseline: train on the env's own reward, without drlhp"})
+    true_reward: bool = field(default=False, metadata={
+        "help": "baseline: train on the env's own reward, without drlhp"})
     tensorboard_log: str = field(default="", metadata={
         "help": "TensorBoard directory for the agent's and the reward model's curves (needs drlhp[tensorboard])"})
 
 
 def parse_args(description: str, **defaults) -> Args:
     """``Args`` from the command line; ``defaults`` override the generic defaults for one example."""
-    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    # No abbreviated flags: the resume command printed at the start rewrites --log-dir and --resume by name.
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     allow_abbrev=False)
     # Each run gets its own log_dir: drlhp never lets a new run overwrite an earlier run's labels.
     defaults["log_dir"] = os.path.join(defaults.get("log_dir", Args.log_dir), time.strftime("%Y%m%d-%H%M%S"))
     for f in dataclasses.fields(Args):
@@ -65,17 +84,42 @@ def parse_args(description: str, **defaults) -> Args:
         parser.error("--resume needs --log-dir naming the run to continue")
     if args.human and args.web:
         parser.error("choose one of --human (window + terminal) and --web (a browser)")
+    if args.save_every < 0:
+        parser.error("--save-every must be >= 0")
     return args
 
 
-def train_from_preferences(venv: VecEnv, args: Args, make_agent: Callable[[VecEnv, int], BaseAlgorithm]) -> None:
-    """Wrap ``venv``, warm the reward predictor up on a random policy, then train ``make_agent(venv, seed)``."""
-    if args.true_reward:
-        logger = TrueReturnLogger(None, args.log_every)
-        make_agent(venv, args.seed).learn(args.total_timesteps, callback=logger)
-        print(f"done (true reward, no drlhp): mean true return of the last {len(logger.returns)} episodes "
-              f"{np.mean(logger.returns):.1f}")
+def train_from_preferences(venv: VecEnv, args: Args, make_agent: Callable[[VecEnv, int], BaseAlgorithm],
+                           env_id: str) -> None:
+    """Wrap ``venv`` (of ``env_id``), warm the reward predictor up on a random policy, then train
+    ``make_agent(venv, seed)``; with ``--true-reward``, train it on the env's own reward instead."""
+    try:
+        session = start_session(args, env_id)
+    except (AgentCheckpointError, RunDirError) as e:
+        venv.close()
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)
+    if session is None:
+        venv.close()
         return
+    if args.true_reward:
+        train_on_true_reward(venv, args, make_agent, session)
+    else:
+        train_on_predicted_reward(venv, args, make_agent, session)
+
+
+def train_on_true_reward(venv: VecEnv, args: Args, make_agent: Callable[[VecEnv, int], BaseAlgorithm],
+                         session: Session) -> None:
+    """The baseline: the agent learns from the env's own reward; no drlhp."""
+    logger = learn(make_agent(venv, args.seed), args, session)
+    venv.close()
+    print(f"done (true reward, no drlhp): mean true return of the last {len(logger.returns)} episodes "
+          f"{mean_or_na(logger.returns)}; logs in {args.log_dir}")
+
+
+def train_on_predicted_reward(venv: VecEnv, args: Args, make_agent: Callable[[VecEnv, int], BaseAlgorithm],
+                              session: Session) -> None:
+    """drlhp: the agent learns from the reward predicted by a network trained on labelled pairs of clips."""
     wrapped = HumanPreferencesVecEnvWrapper(
         venv,
         segment_length=args.segment_length,
@@ -88,37 +132,158 @@ def train_from_preferences(venv: VecEnv, args: Args, make_agent: Callable[[VecEn
         label_schedule_steps=args.total_timesteps,
         pair_selection=args.pair_selection,
         ensemble_size=args.ensemble_size,
+        reward_net_arch=args.reward_net_arch,
         n_initial_training_steps=args.n_initial_training_steps,
         log_dir=args.log_dir,
         resume=args.resume,
         tensorboard_log=args.tensorboard_log or None,
         seed=args.seed,
     )
-    print(f"drlhp run in {args.log_dir}{' (resumed)' if args.resume else ''}", flush=True)
     with wrapped:
-        random_return = warm_up_reward_predictor(wrapped, args.seed)
+        # The label schedule's clock counts this process's env steps only: start it where the saved agent was.
+        wrapped.pipeline.count_env_steps(session.label_clock_start)
+        if wrapped.using_reward_from_predictor:
+            random_return = float("nan")
+            print("the resumed reward predictor is trained: no warm-up", flush=True)
+        else:
+            random_return = warm_up_reward_predictor(wrapped, args.seed)
         stats = wrapped.stats()
         print(f"reward predictor ready after {stats['training_steps']} training steps on {stats['run_labels']} "
               f"labels; random policy's true return: {one_decimal(random_return)}", flush=True)
-        logger = TrueReturnLogger(wrapped, args.log_every)
         agent = make_agent(wrapped, args.seed)
         agent.tensorboard_log = args.tensorboard_log or None  # drlhp's figures join the agent's run there
-        agent.learn(args.total_timesteps, callback=[logger, HumanPreferencesLogger()])
-        result = f"{np.mean(logger.returns):.1f}" if logger.returns else "n/a (no episode finished)"
+        logger = learn(agent, args, session, wrapped, extra_callbacks=[HumanPreferencesLogger()])
         stats = wrapped.stats()
-        print(f"done: mean true return of the last {len(logger.returns)} episodes {result} "
+        print(f"done: mean true return of the last {len(logger.returns)} episodes {mean_or_na(logger.returns)} "
               f"(random policy: {one_decimal(random_return)}); labels: {stats['run_labels']} in all "
               f"({stats['labels_asked']} asked of a budget of {stats['label_budget'] or 'unlimited'}); "
               f"logs in {args.log_dir}")
+
+
+# -- one process of a run: where it writes, what it resumes --------------------------------------------------------
+
+class RunDirError(ValueError):
+    """The log_dir does not fit the command: resuming what is not there, or starting over an earlier run."""
+
+
+@dataclass
+class Session:
+    """One process of a run. A run resumed after a kill is a new session of the same run."""
+    log_dir: str
+    run: str  # "drlhp" or "true_reward"
+    number: int  # 0 for a new run, +1 per resume (the learning curve's ``session`` column)
+    settings: dict  # what a later resume must share with this one's agent checkpoint
+    agent_state: Optional[dict]  # the agent checkpoint to go on from; None: the agent starts afresh
+    started: float = field(default_factory=time.monotonic)
+
+    @property
+    def start_step(self) -> int:
+        return self.agent_state["num_timesteps"] if self.agent_state else 0
+
+    @property
+    def label_clock_start(self) -> int:
+        return self.agent_state.get("label_clock_env_steps", 0) if self.agent_state else 0
+
+    def wall_time(self) -> float:
+        """Seconds of the run so far: this session's, plus the earlier ones' up to the agent checkpoint."""
+        earlier = self.agent_state.get("wall_time_s", 0.0) if self.agent_state else 0.0
+        return earlier + time.monotonic() - self.started
+
+
+def start_session(args: Args, env_id: str) -> Optional[Session]:
+    """Check ``args.log_dir`` fits the command, load the agent checkpoint when resuming, say what happens
+    and how to go on after a kill; None if a resumed run has nothing left to do."""
+    run = "true_reward" if args.true_reward else "drlhp"
+    settings = {"env": env_id, "n_envs": args.n_envs, "run": run}
+    ckpt = agent_checkpoint_path(args.log_dir)
+    if args.resume and not os.path.isdir(args.log_dir):
+        raise RunDirError(f"--resume: {args.log_dir} does not exist; name the log_dir of the run to continue")
+    if not args.resume:
+        for path in (ckpt, learning_curve_path(args.log_dir)):
+            if os.path.exists(path):
+                raise RunDirError(f"{args.log_dir} holds an earlier run ({path}): continue it with --resume, "
+                                  "or use a new --log-dir")
+    state = load_agent_state(ckpt, settings) if args.resume and os.path.exists(ckpt) else None
+    try:
+        number = next_session(args.log_dir, run)
+    except ValueError as e:
+        raise RunDirError(str(e)) from e
+    if state is not None and state["num_timesteps"] >= args.total_timesteps:
+        print(f"nothing to do: the agent in {ckpt} already has {state['num_timesteps']} of --total-timesteps "
+              f"{args.total_timesteps} steps (pass a larger --total-timesteps to go on)")
+        return None
+    print(f"{run} run in {args.log_dir} (session {number}); if it stops, go on with:\n"
+          f"    {resume_command(args.log_dir)}", flush=True)
+    if args.resume and state is None:
+        print(f"no agent checkpoint in {args.log_dir} yet (the run stopped before its first one): "
+              "the agent starts afresh", flush=True)
+    if state is not None:
+        print(f"resuming the agent at step {state['num_timesteps']} from {ckpt} ({state['n_updates']} updates, "
+              f"{state['wall_time_s']:.0f} s of the run so far)", flush=True)
+        if state["total_timesteps"] != args.total_timesteps:
+            print(f"the run was for {state['total_timesteps']} agent steps, now for {args.total_timesteps}: "
+                  "the learning-rate and clip schedules stretch over the new total", flush=True)
+    return Session(args.log_dir, run, number, settings, state)
+
+
+def resume_command(log_dir: str) -> str:
+    """The command that continues this run: this one's own arguments, with ``--resume --log-dir log_dir``."""
+    kept, args = [], iter(sys.argv[1:])
+    for arg in args:
+        if arg == "--log-dir":
+            next(args, None)
+        elif arg != "--resume" and not arg.startswith("--log-dir="):
+            kept.append(arg)
+    return shlex.join(["python", sys.argv[0], *kept, "--resume", "--log-dir", log_dir])
+
+
+def learn(agent: BaseAlgorithm, args: Args, session: Session, wrapped: Optional[HumanPreferencesVecEnvWrapper] = None,
+          extra_callbacks: tuple = ()) -> TrueReturnLogger:
+    """Train ``agent`` up to ``args.total_timesteps`` agent steps, from the session's agent checkpoint if any,
+    saving it and writing the learning curve as it goes; returns the progress printer (recent returns)."""
+    ckpt = agent_checkpoint_path(session.log_dir)
+    if session.agent_state is not None:
+        restore_agent(agent, session.agent_state, ckpt)
+
+    def save() -> None:
+        extra = {"wall_time_s": session.wall_time(), "args": dataclasses.asdict(args)}
+        if wrapped is not None:
+            extra["label_clock_env_steps"] = wrapped.stats()["env_steps"]  # started at label_clock_start
+        save_agent(agent, ckpt, args.total_timesteps, session.settings, **extra)
+
+    curve = LearningCurveWriter(session.log_dir, session.run, session.number, session.start_step)
+    labels = (lambda: wrapped.stats()["run_labels"]) if wrapped is not None else (lambda: 0)
+    logger = TrueReturnLogger(wrapped, args.log_every)
+    callbacks = [logger, LearningCurveLogger(curve, labels, session.wall_time),
+                 AgentCheckpointer(save, args.save_every), *extra_callbacks]
+    try:
+        # reset_num_timesteps=False: SB3 adds num_timesteps back to the steps asked for, so its total (and the
+        # schedules' progress, 1 - num_timesteps / total) is the run's, not this session's.
+        agent.learn(args.total_timesteps - agent.num_timesteps, callback=callbacks,
+                    reset_num_timesteps=session.agent_state is None)
+    finally:
+        curve.close()
+    return logger
+
+
+# -- callbacks -----------------------------------------------------------------------------------------------------
+
+def mean_or_na(values) -> str:
+    return f"{np.mean(values):.1f}" if len(values) else "n/a (no episode finished)"
 
 
 def one_decimal(x: float) -> str:
     return "n/a (no warm-up: resumed)" if np.isnan(x) else f"{x:.1f}"
 
 
+def finished_episodes(infos) -> list[dict]:
+    """SB3 Monitor's record (``r``: the env's own return, ``l``: length) of each episode that ended this step."""
+    return [info["episode"] for info in infos if "episode" in info]
+
+
 def episode_returns(infos) -> list[float]:
     """True returns of the episodes that ended this step (SB3's Monitor records the env's own reward)."""
-    return [info["episode"]["r"] for info in infos if "episode" in info]
+    return [episode["r"] for episode in finished_episodes(infos)]
 
 
 class TrueReturnLogger(BaseCallback):
@@ -128,15 +293,19 @@ class TrueReturnLogger(BaseCallback):
         super().__init__()
         self.env, self.log_every = env, log_every
         self.returns: deque[float] = deque(maxlen=20)
-        self.start = time.monotonic()
-        self._next_log = log_every
+
+    def _on_training_start(self) -> None:
+        # A resumed agent starts at its saved step: speed counts this session's steps only.
+        self.start, self.start_steps = time.monotonic(), self.num_timesteps
+        self._next_log = (self.num_timesteps // self.log_every + 1) * self.log_every
 
     def _on_step(self) -> bool:
         self.returns.extend(episode_returns(self.locals["infos"]))
         if self.num_timesteps >= self._next_log:
             self._next_log += self.log_every
             mean = f"{np.mean(self.returns):5.1f}" if self.returns else "  n/a"
-            line = (f"step {self.num_timesteps:7d} | {self.num_timesteps / (time.monotonic() - self.start):4.0f} SPS | "
+            sps = (self.num_timesteps - self.start_steps) / (time.monotonic() - self.start)
+            line = (f"step {self.num_timesteps:7d} | {sps:4.0f} SPS | "
                     f"true return (last {len(self.returns)} episodes) {mean}")
             if self.env is not None:
                 stats = self.env.stats()
@@ -144,6 +313,48 @@ class TrueReturnLogger(BaseCallback):
                          f"labels {stats['run_labels']:5d} | reward-training steps {stats['training_steps']:4d}")
             print(line, flush=True)
         return True
+
+
+class LearningCurveLogger(BaseCallback):
+    """A row of ``learning_curve.csv`` per finished episode: agent steps, true return, labels, wall time."""
+
+    def __init__(self, curve: LearningCurveWriter, labels: Callable[[], int], wall_time: Callable[[], float]) -> None:
+        super().__init__()
+        self.curve, self.labels, self.wall_time = curve, labels, wall_time
+
+    def _on_step(self) -> bool:
+        episodes = finished_episodes(self.locals["infos"])
+        for episode in episodes:
+            self.curve.add(self.num_timesteps, episode["r"], episode["l"], self.labels(), self.wall_time())
+        if episodes:
+            self.curve.flush()  # a killed run keeps its rows
+        return True
+
+
+class AgentCheckpointer(BaseCallback):
+    """Calls ``save()`` every ``save_every`` agent steps, at the start of a rollout, and at the end of training.
+
+    At a rollout's start the weights hold every update of the steps counted so far (SB3 updates after a
+    rollout), so a resumed agent continues exactly from there.
+    """
+
+    def __init__(self, save: Callable[[], None], save_every: int) -> None:
+        super().__init__()
+        self.save, self.save_every = save, save_every
+
+    def _on_training_start(self) -> None:
+        self._next_save = (self.num_timesteps // self.save_every + 1) * self.save_every if self.save_every else None
+
+    def _on_rollout_start(self) -> None:
+        if self._next_save is not None and self.num_timesteps >= self._next_save:
+            self.save()
+            self._next_save = (self.num_timesteps // self.save_every + 1) * self.save_every
+
+    def _on_step(self) -> bool:
+        return True
+
+    def _on_training_end(self) -> None:
+        self.save()
 
 
 def warm_up_reward_predictor(venv: HumanPreferencesVecEnvWrapper, seed: int) -> float:

@@ -12,6 +12,10 @@ and the predictor keeps training. It prints the *true* episode return as it lear
     python examples/moving_dot_ppo.py --total-timesteps 30000
     python examples/moving_dot_ppo.py --human --n-initial-prefs 20   # you label the clips
     python examples/moving_dot_ppo.py --true-reward                  # baseline: PPO on the env's reward
+    python examples/moving_dot_ppo.py --resume --log-dir drlhp_logs/moving_dot/<date-time>   # go on after a stop
+
+The run's log_dir (printed at the start, with the command that resumes it) gets the agent every
+``--save-every`` agent steps and at the end, and ``learning_curve.csv``: a row per finished episode.
 """
 from stable_baselines3 import PPO
 from stable_baselines3.common.env_util import make_vec_env
@@ -19,6 +23,8 @@ from stable_baselines3.common.vec_env import VecEnv
 
 import drlhp  # noqa: F401  (registers drlhp/MovingDot-v0)
 from common import parse_args, train_from_preferences
+
+ENV_ID = "drlhp/MovingDot-v0"
 
 
 def make_agent(venv: VecEnv, seed: int) -> PPO:
@@ -28,5 +34,5 @@ def make_agent(venv: VecEnv, seed: int) -> PPO:
 
 
 if __name__ == "__main__":
-    args = parse_args(__doc__, log_dir="drlhp_logs/moving_dot")
-    train_from_preferences(make_vec_env("drlhp/MovingDot-v0", n_envs=args.n_envs, seed=args.seed), args, make_agent)
+    args = parse_args(__doc__, log_dir="drlhp_logs/moving_dot", save_every=10_000)
+    train_from_preferences(make_vec_env(ENV_ID, n_envs=args.n_envs, seed=args.seed), args, make_agent, ENV_ID)

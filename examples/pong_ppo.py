@@ -11,6 +11,10 @@ true return (-21 for a random player) in the printed progress.
 
     pip install -e ".[examples]"
     python examples/pong_ppo.py --total-timesteps 10000000 [--n-envs 8]
+    python examples/pong_ppo.py --resume --log-dir drlhp_logs/pong/<date-time>   # go on after a stop
+
+The agent is saved in the run's log_dir every ``--save-every`` agent steps (default 50,000) and at the
+end; ``--resume`` goes on from there. ``learning_curve.csv`` there has a row per finished episode.
 """
 import ale_py
 import gymnasium
@@ -20,11 +24,13 @@ from stable_baselines3.common.vec_env import VecEnv, VecFrameStack
 
 from common import parse_args, train_from_preferences
 
+ENV_ID = "PongNoFrameskip-v4"
+
 
 def make_pong(n_envs: int, seed: int) -> VecEnv:
     gymnasium.register_envs(ale_py)
     # NoFrameskip: SB3's AtariWrapper skips 4 frames itself (ALE/Pong-v5 would skip 4 x 4).
-    return VecFrameStack(make_atari_env("PongNoFrameskip-v4", n_envs=n_envs, seed=seed), 4)
+    return VecFrameStack(make_atari_env(ENV_ID, n_envs=n_envs, seed=seed), 4)
 
 
 def make_agent(venv: VecEnv, seed: int) -> PPO:
@@ -34,5 +40,5 @@ def make_agent(venv: VecEnv, seed: int) -> PPO:
 
 if __name__ == "__main__":
     args = parse_args(__doc__, log_dir="drlhp_logs/pong", total_timesteps=10_000_000, n_initial_prefs=500,
-                      n_initial_training_steps=200, log_every=10_000)
-    train_from_preferences(make_pong(args.n_envs, args.seed), args, make_agent)
+                      n_initial_training_steps=200, log_every=10_000, save_every=50_000)
+    train_from_preferences(make_pong(args.n_envs, args.seed), args, make_agent, ENV_ID)

@@ -7,7 +7,7 @@ import torch
 from drlhp.bootstrap import bootstrap_counts, member_batches
 from drlhp.frames import infer_frame_spec
 from drlhp.normaliser import RewardNormaliser
-from drlhp.reward_predictor import CHECKPOINT_FORMAT, MemberLinear, NetConfig, RewardPredictor, member_input
+from drlhp.reward_predictor import ARCHS, CHECKPOINT_FORMAT, MemberLinear, NetConfig, RewardPredictor, member_input
 from drlhp.reward_trainer import RewardTrainer
 
 FRAMES = np.random.default_rng(0).integers(0, 255, (6, 64, 64, 1), dtype=np.uint8)
@@ -21,7 +21,7 @@ def ensemble(n_members=3, frames=FRAMES, **kwargs):
 def one_member(predictor, m):
     """Member ``m`` of an ensemble as a network of its own, from slices of the ensemble's weights."""
     single = RewardPredictor(NetConfig(predictor.config.frame_spec, predictor.config.dropout,
-                                       predictor.config.batchnorm, n_members=1))
+                                       predictor.config.batchnorm, n_members=1, arch=predictor.config.arch))
     state = {}
     for (name, w), module_w in zip(predictor.net.state_dict().items(), single.net.state_dict().values()):
         if w.dim() == 0:
@@ -35,10 +35,11 @@ def one_member(predictor, m):
     return single
 
 
+@pytest.mark.parametrize("arch", ARCHS)
 @pytest.mark.parametrize("frames", [FRAMES, np.random.default_rng(1).random((6, 7)).astype(np.float32)])
 @pytest.mark.parametrize("batchnorm", [False, True])
-def test_each_member_is_an_independent_network(frames, batchnorm):
-    p = ensemble(frames=frames, batchnorm=batchnorm)
+def test_each_member_is_an_independent_network(frames, batchnorm, arch):
+    p = ensemble(frames=frames, batchnorm=batchnorm, arch=arch)
     members = p.member_rewards(frames)
     assert members.shape == (6, 3) and not np.allclose(members[:, 0], members[:, 1])
     for m in range(3):
@@ -50,10 +51,11 @@ def test_each_member_is_an_independent_network(frames, batchnorm):
     np.testing.assert_allclose(members, module_out.numpy(), rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("arch", ARCHS)
 @pytest.mark.parametrize("shape", [(84, 84, 4), (64, 64, 1), (20, 20, 3)])  # (20, 20, 3): "same" padding
-def test_the_one_frame_path_matches_the_network_after_training_in_place(shape):
+def test_the_one_frame_path_matches_the_network_after_training_in_place(shape, arch):
     frames = np.random.default_rng(2).integers(0, 256, (16, *shape), dtype=np.uint8)
-    p = ensemble(frames=frames)
+    p = ensemble(frames=frames, arch=arch)
     trainer = RewardTrainer(p, lr=1e-2)  # the inference calls must see weights trained after they were built
     pairs = (np.stack([frames[:8].reshape(4, 2, *shape)] * 3), np.stack([frames[8:].reshape(4, 2, *shape)] * 3))
     trainer.train_step(*pairs, np.ones((3, 4), np.float32))
@@ -94,11 +96,11 @@ def test_an_ensemble_checkpoint_holds_every_member_and_loads_without_code(tmp_pa
 
 
 def test_a_single_network_checkpoint_of_the_previous_format_still_loads(tmp_path):
-    p = ensemble(n_members=1)
+    p = ensemble(n_members=1, arch="atari")  # the only network there was
     old = {k: v[0] if isinstance(m, MemberLinear) else v for (k, v), m in zip(
         p.net.state_dict().items(), [m for m in p.net.modules() for _ in m.parameters(recurse=False)])}
     config = p.config.to_dict()
-    del config["n_members"]
+    del config["n_members"], config["arch"]
     torch.save({"format": "drlhp-reward-predictor-v1", "net_config": config, "state_dict": old,
                 "normaliser": {"mean": 0.5, "std": 2.0, "scale": 0.05}, "training_step": 3}, tmp_path / "old.ckpt")
     q = RewardPredictor.load(str(tmp_path / "old.ckpt"))

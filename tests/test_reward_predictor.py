@@ -7,7 +7,7 @@ import torch
 
 from drlhp.frames import frames_to_net_input, infer_frame_spec
 from drlhp.normaliser import RewardNormaliser
-from drlhp.reward_predictor import (MemberLinear, NetConfig, RewardPredictor, build_reward_net, preference_accuracy,
+from drlhp.reward_predictor import (ARCHS, MemberLinear, NetConfig, RewardPredictor, build_reward_net, preference_accuracy,
                                     preference_loss)
 from drlhp.reward_trainer import RewardTrainer
 
@@ -53,7 +53,7 @@ def test_net_gives_one_scalar_per_frame(shape, batchnorm):
 
 
 def test_paper_network_on_atari_frames():
-    net = build_reward_net(NetConfig(infer_frame_spec(np.zeros((84, 84, 4), np.uint8))))
+    net = build_reward_net(NetConfig(infer_frame_spec(np.zeros((84, 84, 4), np.uint8)), arch="atari"))
     convs = [m for m in net.modules() if isinstance(m, torch.nn.Conv2d)]
     assert [(c.out_channels, c.kernel_size[0], c.stride[0], c.padding[0]) for c in convs] == [
         (16, 7, 3, 0), (16, 5, 2, 0), (16, 3, 1, 0), (16, 3, 1, 0)]
@@ -61,9 +61,10 @@ def test_paper_network_on_atari_frames():
     assert [tuple(m.weight.shape) for m in linears] == [(1, 64, 7 * 7 * 16), (1, 1, 64)]
 
 
-def test_checkpoint_round_trip(tmp_path):
+@pytest.mark.parametrize("arch", ARCHS)
+def test_checkpoint_round_trip(tmp_path, arch):
     frames = np.random.default_rng(1).integers(0, 256, (5, 20, 20, 1), dtype=np.uint8)
-    p = RewardPredictor(NetConfig(infer_frame_spec(frames[0])), normaliser=RewardNormaliser(0.3, 2.0, 0.05),
+    p = RewardPredictor(NetConfig(infer_frame_spec(frames[0]), arch=arch), normaliser=RewardNormaliser(0.3, 2.0, 0.05),
                         training_step=42)
     path = str(tmp_path / "reward_predictor.ckpt")
     p.save(path)
@@ -128,11 +129,12 @@ def test_trainer_step_reduces_loss_on_a_fixed_batch():
     assert trainer.evaluate(halves) == pytest.approx((last, acc))
 
 
+@pytest.mark.parametrize("arch", ARCHS)
 @pytest.mark.parametrize("shape, batchnorm", [((84, 84, 4), False), ((12, 12), True), ((10,), True)])
-def test_fast_single_frame_path_matches_the_network(shape, batchnorm):
+def test_fast_single_frame_path_matches_the_network(shape, batchnorm, arch):
     torch.manual_seed(0)
     frames = np.random.default_rng(0).integers(0, 256, (64, *shape), dtype=np.uint8)
-    predictor = RewardPredictor(NetConfig(infer_frame_spec(frames[0]), batchnorm=batchnorm),
+    predictor = RewardPredictor(NetConfig(infer_frame_spec(frames[0]), batchnorm=batchnorm, arch=arch),
                                 normaliser=RewardNormaliser(0.1, 0.5, 2.0))
     trainer = RewardTrainer(predictor, lr=1e-2)  # move weights and batchnorm statistics away from their init
     for _ in range(3):

@@ -64,7 +64,8 @@ def test_train_from_saved_prefs_writes_checkpoints(tmp_path):
         step_until(collect, lambda: collect.stats()["prefs_received"] >= 30)
         collect.save_prefs()
     n_saved = len(PrefDB.load(str(prefs_dir / "train.pkl.gz")))
-    fast = dict(FAST, reward_predictor_ckpt_interval=10)
+    # The seed's workflow 3 names no segment_length: a run that does not collect takes the database's clips.
+    fast = {k: v for k, v in dict(FAST, reward_predictor_ckpt_interval=10).items() if k != "segment_length"}
     with HumanPreferencesEnvWrapper(FakePixelEnv(), prefs_dir=str(prefs_dir), collect_prefs=False,
                                     train_reward=True, log_dir=str(log_dir), **fast) as env:
         step_until(env, lambda: env.stats()["training_steps"] >= 20)

@@ -1,0 +1,157 @@
+"""Learning curves: an example learning from preferences (drlhp, synthetic labels) against the same example
+learning from the env's own reward (``--true-reward``), at the same settings and seed.
+
+The two runs go one after the other (each wants the CPU cores to itself), as subprocesses, each into its own
+log_dir: ``<out>/drlhp`` and ``<out>/true_reward``. Both write ``learning_curve.csv`` (a row per finished
+episode: agent steps, the env's true return, labels used, wall time) and save their agent as they go, so
+``--resume`` continues both after a stop (a finished run is skipped). Then the two curves are merged into
+``<out>/learning_curves.csv`` (run, agent_steps, true_episode_return, labels, wall_time_s, ...) and drawn into
+``<out>/learning_curves.png``: the true episode return (mean of the last ``--smooth`` episodes) against agent
+steps, with the labels the drlhp run had used by then on a twin axis. drlhp's warm-up (a random policy plays
+until the reward predictor is ready) is not counted in agent steps, but it is in its wall time.
+
+    python benchmarks/learning_curves.py --example moving_dot --total-timesteps 30000 --out lc_dot [--seed 1]
+    python benchmarks/learning_curves.py --example pong --out lc_pong            # hours: 10M steps each
+    python benchmarks/learning_curves.py --example pong --out lc_pong --resume   # after a stop
+    python benchmarks/learning_curves.py --out lc_pong --plot-only               # redraw from what is there
+
+Any argument this script does not know goes to the example (e.g. ``--seed 1 --n-envs 4 --label-budget 100``).
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import subprocess
+import sys
+import time
+from typing import Optional
+
+import numpy as np
+
+from drlhp.learning_curve import read_learning_curve
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+EXAMPLES = {"moving_dot": "moving_dot_ppo.py", "moving_dot_random_target": "moving_dot_random_target_ppo.py",
+            "pong": "pong_ppo.py"}
+RUNS = ("drlhp", "true_reward")
+MERGED_COLUMNS = ("run", "agent_steps", "true_episode_return", "labels", "wall_time_s", "episode_length", "session")
+CONTROLLED = ("--log-dir", "--true-reward", "--resume")  # this script sets them per run
+
+
+def parse_args() -> tuple[argparse.Namespace, list[str]]:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     allow_abbrev=False)
+    parser.add_argument("--example", choices=sorted(EXAMPLES), help="the example to run (not with --plot-only)")
+    parser.add_argument("--out", required=True, help="directory of the two runs, the merged CSV and the PNG")
+    parser.add_argument("--total-timesteps", type=int, help="agent steps of each run (default: the example's)")
+    parser.add_argument("--resume", action="store_true", help="continue both runs in --out; skip a finished one")
+    parser.add_argument("--plot-only", action="store_true", help="only merge and draw the runs already in --out")
+    parser.add_argument("--smooth", type=int, default=20, help="episodes in the moving mean drawn (default: 20)")
+    args, example_args = parser.parse_known_args()
+    controlled = [a for a in example_args if a.split("=")[0] in CONTROLLED]
+    if controlled:
+        parser.error(f"{' '.join(controlled)}: this script sets these for each run (see --out, --resume)")
+    if not args.plot_only and args.example is None:
+        parser.error("--example is needed to run (or pass --plot-only to draw runs already in --out)")
+    return args, example_args
+
+
+def main() -> None:
+    args, example_args = parse_args()
+    log_dirs = {run: os.path.join(args.out, run) for run in RUNS}
+    if not args.plot_only:
+        existing = [d for d in log_dirs.values() if os.path.exists(d)]
+        if existing and not args.resume:
+            sys.exit(f"error: {', '.join(existing)} already exist: --resume to continue them, --plot-only to "
+                     "redraw them, or choose a new --out")
+        for run, log_dir in log_dirs.items():
+            run_example(args, example_args, run, log_dir)
+    curves = {run: read_learning_curve(log_dir) for run, log_dir in log_dirs.items()}
+    curves = {run: curve for run, curve in curves.items() if curve is not None}
+    if not curves:
+        sys.exit(f"error: no learning_curve.csv with rows in {' or '.join(log_dirs.values())}")
+    summarise(curves, args.smooth)
+    print(f"wrote {write_merged(curves, os.path.join(args.out, 'learning_curves.csv'))}")
+    print(f"wrote {draw(curves, os.path.join(args.out, 'learning_curves.png'), args.smooth, args.out)}")
+
+
+def run_example(args: argparse.Namespace, example_args: list[str], run: str, log_dir: str) -> None:
+    """Run (or resume) the example as ``run`` into ``log_dir``, unless that run is finished; print its wall time."""
+    if args.resume and finished(log_dir, args.total_timesteps):
+        print(f"== {run}: finished in {log_dir}, skipped", flush=True)
+        return
+    cmd = [sys.executable, os.path.join(ROOT, "examples", EXAMPLES[args.example]), *example_args,
+           "--log-dir", log_dir]
+    if args.total_timesteps is not None:
+        cmd += ["--total-timesteps", str(args.total_timesteps)]
+    if run == "true_reward":
+        cmd.append("--true-reward")
+    if args.resume and os.path.isdir(log_dir):
+        cmd.append("--resume")
+    print(f"== {run}: {' '.join(cmd)}", flush=True)
+    start = time.monotonic()
+    returncode = subprocess.run(cmd, check=False).returncode
+    print(f"== {run}: wall time {time.monotonic() - start:.0f} s (exit code {returncode})", flush=True)
+    if returncode != 0:
+        sys.exit(f"error: the {run} run failed (exit code {returncode}); fix the cause, then go on with --resume")
+
+
+def finished(log_dir: str, total_timesteps: Optional[int]) -> bool:
+    """Whether the run's saved agent has its ``total_timesteps`` (None: the total the run was started with)."""
+    sys.path.append(os.path.join(ROOT, "examples"))
+    from agent_checkpoint import agent_checkpoint_path, load_agent_state
+
+    path = agent_checkpoint_path(log_dir)
+    if not os.path.exists(path):
+        return False
+    state = load_agent_state(path)
+    return state["num_timesteps"] >= (total_timesteps or state["total_timesteps"])
+
+
+def summarise(curves: dict, window: int) -> None:
+    for run, curve in curves.items():
+        returns = curve["true_episode_return"]
+        print(f"{run:>11}: {len(returns)} episodes, {int(curve['agent_steps'][-1])} agent steps, true return of the "
+              f"last {min(window, len(returns))} episodes {np.mean(returns[-window:]):.2f}, labels "
+              f"{int(curve['labels'][-1])}, wall time {curve['wall_time_s'][-1]:.0f} s (all sessions)")
+
+
+def write_merged(curves: dict, path: str) -> str:
+    """Both runs' current rows in one CSV, run by run."""
+    with open(path, "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(MERGED_COLUMNS)
+        for curve in curves.values():
+            for i in range(len(curve["agent_steps"])):
+                writer.writerow([curve["run"][i], int(curve["agent_steps"][i]),
+                                 f"{curve['true_episode_return'][i]:.6g}", int(curve["labels"][i]),
+                                 f"{curve['wall_time_s'][i]:.1f}", int(curve["episode_length"][i]),
+                                 int(curve["session"][i])])
+    return path
+
+
+def draw(curves: dict, path: str, window: int, title: str) -> str:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from drlhp.plot import plot_learning_curve
+
+    fig, ax = plt.subplots(figsize=(10, 5.5))
+    handles, labels_ax = [], None
+    names = {"drlhp": "drlhp (synthetic labels)", "true_reward": "PPO on the true reward"}
+    for (run, curve), color in zip(curves.items(), ("C0", "C1")):
+        run_handles, labels_ax = plot_learning_curve(ax, curve, names[run], color, window, labels_ax, legend=False)
+        handles += run_handles
+    ax.legend(handles=handles, loc="lower right", fontsize=8)
+    ax.set_title(f"true episode return by agent step: {os.path.abspath(title)}", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+if __name__ == "__main__":
+    main()

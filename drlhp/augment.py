@@ -1,0 +1,49 @@
+"""Augmentations of labelled clips while the reward network trains (never of what the agent is rewarded on).
+
+Both keep a pair's label true for the rewards drlhp learns:
+
+- ``temporal_crop`` (SURF, Park et al. 2022): each clip of a batch is cut to a
+  random window of the same length, at its own random start. Fewer frames per
+  step also make a step cheaper.
+- ``random_shift`` (DrQ, Kostrikov et al. 2020; RAD, Laskin et al. 2020): each clip
+  is moved by a random whole number of pixels (edges repeated), the same shift
+  for all its frames, so where objects stand relative to each other is unchanged.
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+
+def temporal_crop(frames_a: np.ndarray, frames_b: np.ndarray, min_length: int,
+                  rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Pairs of clips ``(M, n, L, *frame)`` cut to one random length in ``[min_length, L]``, each clip at
+    its own random start."""
+    m, n, full = frames_a.shape[:3]
+    length = int(rng.integers(min(min_length, full), full + 1))
+    if length == full:
+        return frames_a, frames_b
+    window = np.arange(length)
+    member, pair = np.arange(m)[:, None, None], np.arange(n)[None, :, None]
+
+    def crop(frames: np.ndarray) -> np.ndarray:
+        starts = rng.integers(0, full - length + 1, size=(m, n, 1))
+        return frames[member, pair, starts + window]
+
+    return crop(frames_a), crop(frames_b)
+
+
+def random_shift(x: torch.Tensor, clip_length: int, pad: int, generator: torch.Generator) -> torch.Tensor:
+    """Net input ``(n_clips * clip_length, C, H, W)``, each clip's frames shifted by one random offset of
+    up to ``pad`` pixels in each direction."""
+    if pad == 0:
+        return x
+    n, _, h, w = x.shape
+    padded = F.pad(x, (pad,) * 4, mode="replicate")
+    offsets = torch.randint(0, 2 * pad + 1, (n // clip_length, 2), generator=generator)
+    out = torch.empty_like(x)
+    for clip, (dy, dx) in enumerate(offsets.tolist()):
+        frames = slice(clip * clip_length, (clip + 1) * clip_length)
+        out[frames] = padded[frames, :, dy:dy + h, dx:dx + w]
+    return out

@@ -1,0 +1,61 @@
+"""Layers of the reward networks that PyTorch does not have, shared by the network and its fast forward pass.
+
+Every layer takes an ensemble's ``M`` members side by side: member ``m`` owns a
+contiguous slice of the features (or channels), so all members run in one call.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+
+def member_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    """Each member's dense layer on its own slice: ``x`` (B, M*F) -> (B, M*H); ``weight`` (M, H, F)."""
+    m, h, f = weight.shape
+    return torch.baddbmm(bias.unsqueeze(1), x.view(-1, m, f).transpose(0, 1), weight.transpose(1, 2)) \
+        .transpose(0, 1).reshape(-1, m * h)
+
+
+class MemberLinear(nn.Module):
+    """``M`` independent ``nn.Linear(F, H)`` layers on consecutive slices of the features, in one call."""
+
+    def __init__(self, n_members: int, in_features: int, out_features: int) -> None:
+        super().__init__()
+        bound = 1 / math.sqrt(in_features)  # nn.Linear's default initialisation, per member
+        self.weight = nn.Parameter(torch.empty(n_members, out_features, in_features).uniform_(-bound, bound))
+        self.bias = nn.Parameter(torch.empty(n_members, out_features).uniform_(-bound, bound))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return member_linear(x, self.weight, self.bias)
+
+
+class SpatialSoftmax(nn.Module):
+    """Each channel's feature map -> where it peaks: the expected (x, y) of a softmax over its positions.
+
+    The keypoint layer of deep spatial autoencoders (Levine et al. 2016, Finn et al.
+    2016): a channel that fires on one object becomes that object's coordinates in
+    [-1, 1], so the dense layers after it can compute how objects stand relative to
+    each other (a distance is two subtractions and a ReLU away) instead of reading
+    positions off a flattened map. Input ``(N, M*K, H, W)``; output ``(N, M*2K)``, each
+    member's K x-coordinates then its K y-coordinates.
+    """
+
+    def __init__(self, n_members: int, height: int, width: int) -> None:
+        super().__init__()
+        self.n_members = n_members
+        ys, xs = torch.meshgrid(torch.linspace(-1, 1, height), torch.linspace(-1, 1, width), indexing="ij")
+        # Derived from the shape, so not saved in checkpoints.
+        self.register_buffer("grid", torch.stack([xs.reshape(-1), ys.reshape(-1)], dim=1), persistent=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return spatial_softmax(x, self.grid, self.n_members)
+
+
+def spatial_softmax(x: torch.Tensor, grid: torch.Tensor, n_members: int) -> torch.Tensor:
+    """``SpatialSoftmax``'s computation: ``x`` (N, M*K, H, W), ``grid`` (H*W, 2) -> (N, M*2K)."""
+    n, c = x.shape[:2]
+    attention = torch.softmax(x.reshape(n, c, -1), dim=-1)
+    xy = attention @ grid  # (N, M*K, 2)
+    return xy.view(n, n_members, c // n_members, 2).transpose(2, 3).reshape(n, 2 * c)

@@ -40,7 +40,8 @@ from drlhp.normaliser import RewardNormaliser
 from drlhp.offline import spearman
 from drlhp.pair_selection import preference_disagreement
 from drlhp.reward_predictor import NetConfig, RewardPredictor
-from drlhp.reward_trainer import Augmentation, RewardTrainer, adapted_l2
+from drlhp.augment import Augmentation
+from drlhp.reward_trainer import RewardTrainer, adapted_l2
 
 DEFAULTS = PreferenceConfig()
 MILESTONES = (100, 250, 500, 1000)

@@ -11,9 +11,38 @@ Both keep a pair's label true for the rewards drlhp learns:
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Optional
+
 import numpy as np
 import torch
 import torch.nn.functional as F
+
+
+@dataclass(frozen=True)
+class Augmentation:
+    """What varies the labelled clips each training step (the functions below), and SURF's pseudo-labels.
+
+    ``shift``: random shifts of up to this many pixels (0: off). ``crop_min_length``:
+    temporal crops to at least this many frames (None: off). ``pseudo_label_threshold``:
+    train on unlabelled pairs whose predicted preference is at least this sure (SURF's
+    tau; None: off), with weight ``pseudo_label_weight``; the labels are the network's
+    own, recomputed every step, and never stored.
+    """
+
+    shift: int = 0
+    crop_min_length: Optional[int] = None
+    pseudo_label_threshold: Optional[float] = None
+    pseudo_label_weight: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.shift < 0:
+            raise ValueError(f"augment_shift must be >= 0 pixels, got {self.shift}")
+        if self.crop_min_length is not None and self.crop_min_length < 1:
+            raise ValueError(f"temporal_crop_min_length must be >= 1 frame (or None), got {self.crop_min_length}")
+        if self.pseudo_label_threshold is not None and not 0.5 < self.pseudo_label_threshold < 1:
+            raise ValueError("pseudo_label_threshold is the confidence a pseudo-label needs: in (0.5, 1), or None; "
+                             f"got {self.pseudo_label_threshold}")
 
 
 def temporal_crop(frames_a: np.ndarray, frames_b: np.ndarray, min_length: int,

@@ -19,9 +19,9 @@ from typing import List, Optional
 
 from tqdm import tqdm
 
+from drlhp.augment import Augmentation
 from drlhp.config import PreferenceConfig
 from drlhp.reward_predictor import ARCHS
-from drlhp.reward_trainer import Augmentation
 
 DEFAULTS = PreferenceConfig()  # train-reward trains as a wrapper's trainer would
 

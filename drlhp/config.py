@@ -16,14 +16,13 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
+from drlhp.augment import Augmentation
 from drlhp.label_schedule import LabelSchedule
 from drlhp.labellers import Labeller, SyntheticTeacher
 from drlhp.pair_selection import SELECTIONS
 from drlhp.reward_predictor import ARCHS, DEFAULT_ARCH, DEFAULT_ENSEMBLE_SIZE, checkpoint_path
-from drlhp.reward_trainer import Augmentation
 from drlhp.run_dir import can_resume
 from drlhp.tensorboard_log import require_tensorboard
-
 
 LABELLING = ("terminal", "web")
 

@@ -2,14 +2,13 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from typing import Iterable, Iterator, Optional, Tuple
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
-from drlhp.augment import random_shift, temporal_crop
+from drlhp.augment import Augmentation, random_shift, temporal_crop
 from drlhp.files import atomic_write
 from drlhp.frames import frames_to_net_input
 from drlhp.reward_predictor import (RewardPredictor, member_input, members_input, preference_accuracy,
@@ -42,32 +41,6 @@ def pseudo_labels(return_diff: torch.Tensor, threshold: float) -> Tuple[torch.Te
 
 
 FRAMES_PASS_PAIRS = 4  # pairs per pass for one network (below)
-
-
-@dataclass(frozen=True)
-class Augmentation:
-    """What varies the labelled clips each training step (``drlhp.augment``), and SURF's pseudo-labels.
-
-    ``shift``: random shifts of up to this many pixels (0: off). ``crop_min_length``:
-    temporal crops to at least this many frames (None: off). ``pseudo_label_threshold``:
-    train on unlabelled pairs whose predicted preference is at least this sure (SURF's
-    tau; None: off), with weight ``pseudo_label_weight``; the labels are the network's
-    own, recomputed every step, and never stored.
-    """
-
-    shift: int = 0
-    crop_min_length: Optional[int] = None
-    pseudo_label_threshold: Optional[float] = None
-    pseudo_label_weight: float = 1.0
-
-    def __post_init__(self) -> None:
-        if self.shift < 0:
-            raise ValueError(f"augment_shift must be >= 0 pixels, got {self.shift}")
-        if self.crop_min_length is not None and self.crop_min_length < 1:
-            raise ValueError(f"temporal_crop_min_length must be >= 1 frame (or None), got {self.crop_min_length}")
-        if self.pseudo_label_threshold is not None and not 0.5 < self.pseudo_label_threshold < 1:
-            raise ValueError("pseudo_label_threshold is the confidence a pseudo-label needs: in (0.5, 1), or None; "
-                             f"got {self.pseudo_label_threshold}")
 
 
 class RewardTrainer:

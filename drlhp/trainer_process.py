@@ -29,6 +29,7 @@ from typing import Callable, Dict, Optional
 import numpy as np
 import torch
 
+from drlhp.augment import Augmentation
 from drlhp.bootstrap import member_batches
 from drlhp.files import append_csv_row
 from drlhp.label_journal import journal_files, remove_journal
@@ -37,7 +38,7 @@ from drlhp.messages import ForgetSegment, Preference, RunStart, SavePrefs, Segme
 from drlhp.normaliser import RewardNormaliser
 from drlhp.pref_db import PrefBuffer, PrefDBFormatError, has_labels
 from drlhp.reward_predictor import NetConfig, RewardPredictor
-from drlhp.reward_trainer import Augmentation, RewardTrainer, adapted_l2
+from drlhp.reward_trainer import RewardTrainer, adapted_l2
 from drlhp.run_dir import (METRICS_FILENAME, LogDirHasLabelsError, checkpoint_file, refuse_earlier_labels,
                            set_aside_earlier_logs, trainer_state_file)
 from drlhp.segments import PackedSegment

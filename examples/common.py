@@ -50,7 +50,8 @@ class Args:
         "help": "disagreement (of the reward ensemble) or random"})
     ensemble_size: int = field(default=3, metadata={"help": "reward networks in the ensemble"})
     reward_net_arch: str = field(default="atari", metadata={
-        "help": "the reward network: atari (Christiano et al.'s CNN) or keypoints (spatial softmax: relational rewards)"})
+        "help": "the reward network: atari (Christiano et al.'s CNN) or keypoints (spatial softmax: "
+                "relational rewards)"})
     n_initial_training_steps: int = field(default=50, metadata={
         "help": "reward-training steps before the agent gets the predicted reward"})
     log_every: int = field(default=2_000, metadata={"help": "print progress every this many agent steps"})

@@ -2,7 +2,8 @@
 learning from the env's own reward (``--true-reward``), at the same settings and seed.
 
 The two runs go one after the other (each wants the CPU cores to itself), as subprocesses, each into its own
-log_dir: ``<out>/drlhp`` and ``<out>/true_reward``. Both write ``learning_curve.csv`` (a row per finished
+log_dir: ``<out>/drlhp`` and ``<out>/true_reward``; ``--side-by-side`` runs them at the same time instead
+(slower each, but a stop leaves both curves at about the same agent step). Both write ``learning_curve.csv`` (a row per finished
 episode: agent steps, the env's true return, labels used, wall time) and save their agent as they go, so
 ``--resume`` continues both after a stop (a finished run is skipped). Then the two curves are merged into
 ``<out>/learning_curves.csv`` (run, agent_steps, true_episode_return, labels, wall_time_s, ...) and drawn into
@@ -46,6 +47,8 @@ def parse_args() -> tuple[argparse.Namespace, list[str]]:
     parser.add_argument("--out", required=True, help="directory of the two runs, the merged CSV and the PNG")
     parser.add_argument("--total-timesteps", type=int, help="agent steps of each run (default: the example's)")
     parser.add_argument("--resume", action="store_true", help="continue both runs in --out; skip a finished one")
+    parser.add_argument("--side-by-side", action="store_true",
+                        help="run the two at the same time (a stop leaves both at about the same step)")
     parser.add_argument("--plot-only", action="store_true", help="only merge and draw the runs already in --out")
     parser.add_argument("--smooth", type=int, default=20, help="episodes in the moving mean drawn (default: 20)")
     args, example_args = parser.parse_known_args()
@@ -65,8 +68,13 @@ def main() -> None:
         if existing and not args.resume:
             sys.exit(f"error: {', '.join(existing)} already exist: --resume to continue them, --plot-only to "
                      "redraw them, or choose a new --out")
-        for run, log_dir in log_dirs.items():
-            run_example(args, example_args, run, log_dir)
+        commands = {run: example_command(args, example_args, run, log_dir) for run, log_dir in log_dirs.items()}
+        commands = {run: cmd for run, cmd in commands.items() if cmd is not None}
+        if args.side_by_side:
+            run_commands(commands)
+        else:
+            for run, cmd in commands.items():
+                run_commands({run: cmd})
     curves = {run: read_learning_curve(log_dir) for run, log_dir in log_dirs.items()}
     curves = {run: curve for run, curve in curves.items() if curve is not None}
     if not curves:
@@ -76,11 +84,11 @@ def main() -> None:
     print(f"wrote {draw(curves, os.path.join(args.out, 'learning_curves.png'), args.smooth, args.out)}")
 
 
-def run_example(args: argparse.Namespace, example_args: list[str], run: str, log_dir: str) -> None:
-    """Run (or resume) the example as ``run`` into ``log_dir``, unless that run is finished; print its wall time."""
+def example_command(args: argparse.Namespace, example_args: list[str], run: str, log_dir: str) -> Optional[list]:
+    """The command that runs (or resumes) the example as ``run`` into ``log_dir``; None if that run is finished."""
     if args.resume and finished(log_dir, args.total_timesteps):
         print(f"== {run}: finished in {log_dir}, skipped", flush=True)
-        return
+        return None
     cmd = [sys.executable, os.path.join(ROOT, "examples", EXAMPLES[args.example]), *example_args,
            "--log-dir", log_dir]
     if args.total_timesteps is not None:
@@ -89,12 +97,27 @@ def run_example(args: argparse.Namespace, example_args: list[str], run: str, log
         cmd.append("--true-reward")
     if args.resume and os.path.isdir(log_dir):
         cmd.append("--resume")
-    print(f"== {run}: {' '.join(cmd)}", flush=True)
+    return cmd
+
+
+def run_commands(commands: dict[str, list]) -> None:
+    """Run the commands at the same time, print each one's wall time as it ends; exit if one failed."""
     start = time.monotonic()
-    returncode = subprocess.run(cmd, check=False).returncode
-    print(f"== {run}: wall time {time.monotonic() - start:.0f} s (exit code {returncode})", flush=True)
-    if returncode != 0:
-        sys.exit(f"error: the {run} run failed (exit code {returncode}); fix the cause, then go on with --resume")
+    runs = {}
+    for run, cmd in commands.items():
+        print(f"== {run}: {' '.join(cmd)}", flush=True)
+        runs[subprocess.Popen(cmd).pid] = run
+    failed = []
+    while runs:
+        pid, status = os.wait()
+        if pid not in runs:
+            continue
+        run, returncode = runs.pop(pid), os.waitstatus_to_exitcode(status)
+        print(f"== {run}: wall time {time.monotonic() - start:.0f} s (exit code {returncode})", flush=True)
+        if returncode != 0:
+            failed.append(f"the {run} run failed (exit code {returncode})")
+    if failed:
+        sys.exit(f"error: {'; '.join(failed)}; fix the cause, then go on with --resume")
 
 
 def finished(log_dir: str, total_timesteps: Optional[int]) -> bool:

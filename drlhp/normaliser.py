@@ -6,6 +6,11 @@ from typing import Tuple, Union
 
 import numpy as np
 
+#: The smallest std a member's raw rewards are divided by. A network whose leaky-ReLU units have all
+#: died varies its output by ~1e-8 (0.01 per layer); a live one varies it by 1e-3 or more. Dividing by
+#: less would turn a dead network's rounding noise into rewards of any size.
+MIN_STD = 1e-4
+
 
 @dataclass(frozen=True)
 class RewardNormaliser:
@@ -37,7 +42,7 @@ class RewardNormaliser:
         raw = raw.reshape(len(raw), -1)
         std = raw.std(axis=0) if len(raw) > 1 else np.ones(raw.shape[1])
         mean = raw.mean(axis=0) if len(raw) else np.zeros(raw.shape[1])
-        return cls(tuple(mean), tuple(np.where(std > 1e-8, std, 1.0)), scale)
+        return cls(tuple(mean), tuple(np.maximum(std, MIN_STD)), scale)
 
     @property
     def member_weights(self) -> np.ndarray:

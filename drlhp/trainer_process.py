@@ -35,7 +35,7 @@ from drlhp.files import append_csv_row
 from drlhp.label_journal import journal_files, remove_journal
 from drlhp.log_dir_lock import LogDirInUseError, LogDirLock
 from drlhp.messages import ForgetSegment, Preference, RunStart, SavePrefs, SegmentData
-from drlhp.normaliser import RewardNormaliser
+from drlhp.normaliser import MIN_STD, RewardNormaliser
 from drlhp.pref_db import PrefBuffer, PrefDBFormatError, has_labels
 from drlhp.reward_predictor import NetConfig, RewardPredictor
 from drlhp.reward_trainer import RewardTrainer, adapted_l2
@@ -147,6 +147,7 @@ class RewardTrainingLoop:
         self.scalars = ScalarLog(config.tensorboard_log) if config.tensorboard_log else None
         self._recent = {"loss": [], "accuracy": []}
         self._pairs_trained = 0
+        self._warned_flat = False
         self._rate_clock = time.monotonic()
         self._start = time.monotonic()
         self._next_autosave = self._start + (config.autosave_interval or 0)
@@ -348,12 +349,23 @@ class RewardTrainingLoop:
             frames = np.concatenate([self.buffer.train_db.segments[seg_ids[i]].frames for i in pick])
         # Zero mean and fixed std over frames of recent behaviour, so the RL agent
         # sees rewards of a stable scale as the network changes.
-        predictor.normaliser = RewardNormaliser.fit(predictor.member_rewards(frames), self.config.reward_scale)
+        raw = predictor.member_rewards(frames)
+        predictor.normaliser = RewardNormaliser.fit(raw, self.config.reward_scale)
+        self._warn_if_flat(raw.std(axis=0))
         predictor.save(self.config.ckpt_path)
         self.trainer.save_state(trainer_state_file(self.config.log_dir))
         self._ckpt_step = self.step
         if log_metrics:
             self._log_metrics()
+
+    def _warn_if_flat(self, member_stds: np.ndarray) -> None:
+        """Say so (once) when a member's output hardly varies over recent frames: the agent's reward is ~0."""
+        if self._warned_flat or member_stds.min() >= MIN_STD:
+            return
+        self._warned_flat = True
+        log.warning("the reward network's output hardly varies over recent clips (std %.1g at training step %d): "
+                    "its units have probably died, so the agent's reward is about 0. On frames with a large flat "
+                    "background (Atari) train it with reward_predictor_batchnorm=True.", member_stds.min(), self.step)
 
     def _adapt_l2(self, val_loss: float) -> None:
         """Keep validation loss 1.1-1.5x training loss (both without dropout) by scaling the L2 penalty."""

@@ -20,11 +20,13 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 import numpy as np
+import torch
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import VecEnv
 
 from agent_checkpoint import AgentCheckpointError, agent_checkpoint_path, load_agent_state, restore_agent, save_agent
+from drlhp.config import PreferenceConfig
 from drlhp.learning_curve import LearningCurveWriter, learning_curve_path, next_session
 from drlhp.sb3 import HumanPreferencesLogger, HumanPreferencesVecEnvWrapper
 
@@ -52,6 +54,9 @@ class Args:
     reward_net_arch: str = field(default="atari", metadata={
         "help": "the reward network: atari (Christiano et al.'s CNN) or keypoints (spatial softmax: "
                 "relational rewards)"})
+    reward_net_batchnorm: bool = field(default=False, metadata={
+        "help": "batch normalisation in the reward network (Christiano et al.'s Atari setting; Pong needs it: "
+                "without it the network's units die on Pong's flat background)"})
     n_initial_training_steps: int = field(default=50, metadata={
         "help": "reward-training steps before the agent gets the predicted reward"})
     log_every: int = field(default=2_000, metadata={"help": "print progress every this many agent steps"})
@@ -76,7 +81,10 @@ def parse_args(description: str, **defaults) -> Args:
     for f in dataclasses.fields(Args):
         default = defaults.get(f.name, f.default)
         if f.type in (bool, "bool"):
-            parser.add_argument("--" + f.name.replace("_", "-"), action="store_true", help=f.metadata["help"])
+            # A flag on by default for this example can be turned off (--no-...).
+            action = argparse.BooleanOptionalAction if default else "store_true"
+            parser.add_argument("--" + f.name.replace("_", "-"), action=action, default=default,
+                                help=f.metadata["help"])
         else:
             parser.add_argument("--" + f.name.replace("_", "-"), type=type(f.default), default=default,
                                 help=f"{f.metadata['help']} (default: {default})")
@@ -112,6 +120,9 @@ def train_from_preferences(venv: VecEnv, args: Args, make_agent: Callable[[VecEn
 def train_on_true_reward(venv: VecEnv, args: Args, make_agent: Callable[[VecEnv, int], BaseAlgorithm],
                          session: Session) -> None:
     """The baseline: the agent learns from the env's own reward; no drlhp."""
+    # As many torch threads as drlhp gives the agent's process (whose other core is its trainer's), so that
+    # the two runs compare like with like; more threads than free cores would also burn CPU spinning.
+    torch.set_num_threads(PreferenceConfig().torch_threads)
     logger = learn(make_agent(venv, args.seed), args, session)
     venv.close()
     print(f"done (true reward, no drlhp): mean true return of the last {len(logger.returns)} episodes "
@@ -134,6 +145,7 @@ def train_on_predicted_reward(venv: VecEnv, args: Args, make_agent: Callable[[Ve
         pair_selection=args.pair_selection,
         ensemble_size=args.ensemble_size,
         reward_net_arch=args.reward_net_arch,
+        reward_predictor_batchnorm=args.reward_net_batchnorm,
         n_initial_training_steps=args.n_initial_training_steps,
         log_dir=args.log_dir,
         resume=args.resume,

@@ -40,5 +40,6 @@ def make_agent(venv: VecEnv, seed: int) -> PPO:
 
 if __name__ == "__main__":
     args = parse_args(__doc__, log_dir="drlhp_logs/pong", total_timesteps=10_000_000, n_initial_prefs=500,
-                      n_initial_training_steps=200, log_every=10_000, save_every=50_000)
+                      n_initial_training_steps=200, log_every=10_000, save_every=50_000,
+                      reward_net_batchnorm=True)
     train_from_preferences(make_pong(args.n_envs, args.seed), args, make_agent, ENV_ID)

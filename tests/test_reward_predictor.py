@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from drlhp.frames import frames_to_net_input, infer_frame_spec
-from drlhp.normaliser import RewardNormaliser
+from drlhp.normaliser import MIN_STD, RewardNormaliser
 from drlhp.reward_predictor import (ARCHS, MemberLinear, NetConfig, RewardPredictor, build_reward_net,
                                     preference_accuracy, preference_loss)
 from drlhp.reward_trainer import RewardTrainer
@@ -101,7 +101,15 @@ def test_normaliser_gives_zero_mean_and_the_chosen_std():
     out = norm(raw)
     assert abs(out.mean()) < 1e-9 and out.std() == pytest.approx(0.05)
     constant = RewardNormaliser.fit(np.full(10, 2.0), scale=1.0)
-    assert constant(np.array([2.0])) == 0.0 and constant.std == (1.0,)  # no division by zero
+    assert constant(np.array([2.0])) == 0.0  # no division by zero
+
+
+def test_a_network_whose_output_hardly_varies_gives_rewards_near_zero_not_amplified_noise():
+    # Measured on Pong: a dead network's raw rewards varied by 1.3e-8; normalised, they reached 1e5.
+    dead = np.random.default_rng(0).normal(-0.0267, 1.3e-8, (1000, 1))
+    norm = RewardNormaliser.fit(dead, scale=0.05)
+    assert np.abs(norm(dead)).max() < 1e-4
+    assert norm.std == (MIN_STD,)
 
 
 def test_an_ensemble_reward_is_the_mean_of_its_members_normalised_rewards():

@@ -1,4 +1,5 @@
 """The four workflows of the user's guide, end to end, on a tiny pixel env."""
+import logging
 import os
 
 import gymnasium
@@ -8,6 +9,9 @@ from gymnasium.utils.env_checker import check_env
 
 from conftest import FAST, FakePixelEnv, step_until, wait_for
 from drlhp import PREDICTED_REWARD_KEY, TRUE_REWARD_KEY, HumanPreferencesEnvWrapper, PrefDB, RewardPredictor
+from drlhp.offline import train_reward
+from drlhp.pref_db import PrefBuffer
+from drlhp.segments import Segment
 
 CKPT = os.path.join("reward_predictor_checkpoints", "reward_predictor.ckpt")
 
@@ -74,6 +78,21 @@ def test_train_from_saved_prefs_writes_checkpoints(tmp_path):
     assert steps[:2] == [4, 10] and all(s % 10 == 0 for s in steps[1:])
     assert RewardPredictor.load(str(log_dir / CKPT)).training_step % 10 == 0
     assert n_saved > 0 and not (log_dir / "train.pkl.gz").exists()  # nothing collected: nothing to autosave
+
+
+def test_a_reward_network_whose_output_does_not_vary_is_reported_once_and_rewards_nothing(tmp_path, caplog):
+    # Frames that are all alike flatten any network's output, as dead units do on Pong's flat background.
+    frame_stack = np.full((5, 16, 16, 1), 87, np.uint8)
+    buffer = PrefBuffer(100, 0.2)
+    for i in range(20):
+        buffer.add(Segment(2 * i, frame_stack, np.zeros(5)), Segment(2 * i + 1, frame_stack, np.ones(5)), 0.0)
+    buffer.save(str(tmp_path / "prefs"))
+    with caplog.at_level(logging.WARNING, logger="drlhp.trainer"):
+        train_reward(str(tmp_path / "prefs"), str(tmp_path / "run"), steps=30, ckpt_interval=10, ensemble_size=1)
+    flat = [r.getMessage() for r in caplog.records if "hardly varies" in r.getMessage()]
+    assert len(flat) == 1 and "reward_predictor_batchnorm=True" in flat[0], caplog.text
+    predictor = RewardPredictor.load(str(tmp_path / "run" / CKPT))
+    assert np.abs(predictor.normalised_rewards(frame_stack)).max() < 1e-6
 
 
 def test_pretrained_reward_predictor_from_the_first_step(tmp_path):

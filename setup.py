@@ -26,7 +26,8 @@ setup(
         "tensorboard": ["tensorboard>=2.10"],
         # RLlib's new API stack as of 2.60 (EnvRunner sampling, connectors, RLlibCallback).
         "ray": ["ray[rllib]>=2.60,<3"],
-        "dev": ["pytest>=7", "pytest-timeout>=2", "scipy>=1.10", "stable-baselines3>=2.3", "opencv-python>=4.8",
+        # ruff pinned: a newer release may add rules, and CI fails on any finding.
+        "dev": ["pytest>=7", "pytest-timeout>=2", "ruff==0.17.6", "scipy>=1.10", "stable-baselines3>=2.3", "opencv-python>=4.8",
                 "matplotlib>=3.7", "tensorboard>=2.10", "aiohttp>=3.9", "pillow>=9", "playwright>=1.40",
                 "ray[rllib]>=2.60,<3"],
     },

@@ -30,8 +30,8 @@ import time
 import gymnasium
 import numpy as np
 import ray
-
 from common import make_env, untrained_checkpoint
+
 from drlhp.cluster import ClusterPreferenceWrapper, PackedClip, PreferenceService
 from drlhp.frames import infer_frame_spec
 from drlhp.reward_predictor import NetConfig, RewardPredictor

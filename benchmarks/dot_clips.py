@@ -3,8 +3,6 @@ policy that is learning (greedy towards the target with probability 1 - epsilon,
 falling from 1 to 0.1 over the stream of clips, as an agent's behaviour improves)."""
 from __future__ import annotations
 
-from typing import List
-
 import numpy as np
 
 from drlhp.envs.moving_dot import MOVES, MovingDotEnv
@@ -20,7 +18,7 @@ def greedy_action(env: MovingDotEnv, rng: np.random.Generator) -> int:
     return int(rng.choice(better)) if better else 0
 
 
-def clip_stream(n_clips: int, policy: str, random_target: bool, seed: int) -> List[Segment]:
+def clip_stream(n_clips: int, policy: str, random_target: bool, seed: int) -> list[Segment]:
     """``n_clips`` clips of 25 frames in the order a run would see them.
 
     ``policy``: ``"random"``, or ``"learning"`` (epsilon-greedy, epsilon 1 -> 0.1 linearly
@@ -29,7 +27,7 @@ def clip_stream(n_clips: int, policy: str, random_target: bool, seed: int) -> Li
     rng = np.random.default_rng(seed)
     env = MovingDotEnv(random_target=random_target)
     env.reset(seed=seed)
-    clips: List[Segment] = []
+    clips: list[Segment] = []
     frames, rewards = [], []
     while len(clips) < n_clips:
         epsilon = 1.0 if policy == "random" else 1.0 - 0.9 * len(clips) / n_clips

@@ -13,8 +13,8 @@ from __future__ import annotations
 import time
 
 import numpy as np
-
 from common import make_env, one_thread, run_per_env
+
 from drlhp.frames import infer_frame_spec
 from drlhp.reward_predictor import NetConfig, RewardPredictor
 

@@ -30,8 +30,9 @@ import time
 
 import numpy as np
 import torch
-
 from dot_clips import clip_stream, random_pairs
+
+from drlhp.augment import Augmentation
 from drlhp.bootstrap import member_batches
 from drlhp.config import PreferenceConfig
 from drlhp.frames import infer_frame_spec
@@ -40,7 +41,6 @@ from drlhp.normaliser import RewardNormaliser
 from drlhp.offline import spearman
 from drlhp.pair_selection import preference_disagreement
 from drlhp.reward_predictor import NetConfig, RewardPredictor
-from drlhp.augment import Augmentation
 from drlhp.reward_trainer import RewardTrainer, adapted_l2
 
 DEFAULTS = PreferenceConfig()

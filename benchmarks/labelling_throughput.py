@@ -15,6 +15,7 @@ import tempfile
 import time
 
 from common import make_env, one_thread, run_per_env
+
 from drlhp import HumanPreferencesEnvWrapper
 
 
@@ -44,4 +45,6 @@ def measure(name: str, seconds: float, prefs_per_segment: float) -> None:
 
 
 if __name__ == "__main__":
-    run_per_env(__doc__, measure, "--seconds", 20.0, ("--prefs-per-segment", float, 1.0, "synthetic labels asked per new clip (Pong makes only ~80 clips/s: try 4)"))
+    run_per_env(__doc__, measure, "--seconds", 20.0,
+                ("--prefs-per-segment", float, 1.0,
+                 "synthetic labels asked per new clip (Pong makes only ~80 clips/s: try 4)"))

@@ -3,7 +3,8 @@ learning from the env's own reward (``--true-reward``), at the same settings and
 
 The two runs go one after the other (each wants the CPU cores to itself), as subprocesses, each into its own
 log_dir: ``<out>/drlhp`` and ``<out>/true_reward``; ``--side-by-side`` runs them at the same time instead
-(slower each, but a stop leaves both curves at about the same agent step). Both write ``learning_curve.csv`` (a row per finished
+(slower each, but a stop leaves both curves at about the same agent step). Both write ``learning_curve.csv``
+(a row per finished
 episode: agent steps, the env's true return, labels used, wall time) and save their agent as they go, so
 ``--resume`` continues both after a stop (a finished run is skipped). Then the two curves are merged into
 ``<out>/learning_curves.csv`` (run, agent_steps, true_episode_return, labels, wall_time_s, ...) and drawn into
@@ -26,7 +27,6 @@ import os
 import subprocess
 import sys
 import time
-from typing import Optional
 
 import numpy as np
 
@@ -84,7 +84,7 @@ def main() -> None:
     print(f"wrote {draw(curves, os.path.join(args.out, 'learning_curves.png'), args.smooth, args.out)}")
 
 
-def example_command(args: argparse.Namespace, example_args: list[str], run: str, log_dir: str) -> Optional[list]:
+def example_command(args: argparse.Namespace, example_args: list[str], run: str, log_dir: str) -> list | None:
     """The command that runs (or resumes) the example as ``run`` into ``log_dir``; None if that run is finished."""
     if args.resume and finished(log_dir, args.total_timesteps):
         print(f"== {run}: finished in {log_dir}, skipped", flush=True)
@@ -120,7 +120,7 @@ def run_commands(commands: dict[str, list]) -> None:
         sys.exit(f"error: {'; '.join(failed)}; fix the cause, then go on with --resume")
 
 
-def finished(log_dir: str, total_timesteps: Optional[int]) -> bool:
+def finished(log_dir: str, total_timesteps: int | None) -> bool:
     """Whether the run's saved agent has its ``total_timesteps`` (None: the total the run was started with)."""
     sys.path.append(os.path.join(ROOT, "examples"))
     from agent_checkpoint import agent_checkpoint_path, load_agent_state

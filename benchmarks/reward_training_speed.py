@@ -24,8 +24,8 @@ import time
 
 import numpy as np
 import torch
-
 from dot_clips import clip_stream, random_pairs
+
 from drlhp.frames import infer_frame_spec
 from drlhp.labellers import SyntheticTeacher
 from drlhp.pref_db import PrefBuffer

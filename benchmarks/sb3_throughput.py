@@ -22,10 +22,9 @@ import tempfile
 import time
 
 import torch
-
+from common import make_env, make_vec_env, one_thread, run_per_env, untrained_checkpoint
 from stable_baselines3 import PPO
 
-from common import make_env, make_vec_env, one_thread, run_per_env, untrained_checkpoint
 from drlhp import HumanPreferencesEnvWrapper
 from drlhp.sb3 import HumanPreferencesVecEnvWrapper
 

@@ -18,8 +18,8 @@ import tempfile
 import time
 
 import numpy as np
-
 from common import make_env, one_thread
+
 from drlhp import HumanPreferencesEnvWrapper
 from drlhp.label_journal import journal_files
 

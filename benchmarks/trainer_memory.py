@@ -16,8 +16,8 @@ import tempfile
 import time
 
 import numpy as np
-
 from common import make_env, one_thread, run_per_env
+
 from drlhp import HumanPreferencesEnvWrapper
 
 MAX_PREFS = 3000  # drlhp's default database size
@@ -53,7 +53,8 @@ def measure(name: str, seconds: float) -> None:
                 db_mib = stats["db_bytes"] / 2**20
                 full = stats["prefs_received"] >= MAX_PREFS * 1.1  # full, and some evictions done
                 ratio = f"{(rss - baseline) / db_mib:14.2f}" if db_mib else f"{'-':>14}"
-                print(f"  {time.monotonic() - start:5.0f} {stats['prefs_received']:7d} {db_mib:7.0f} {rss:7.0f} {ratio}",
+                print(f"  {time.monotonic() - start:5.0f} {stats['prefs_received']:7d} {db_mib:7.0f} {rss:7.0f} "
+                      f"{ratio}",
                       flush=True)
         print(f"  trainer's peak RSS so far: {rss_mib(trainer, 'VmHWM'):.0f} MiB")
         closing = time.monotonic()

@@ -18,8 +18,8 @@ import time
 
 import numpy as np
 import torch
-
 from common import make_env, one_thread, run_per_env
+
 from drlhp import HumanPreferencesEnvWrapper
 from drlhp.frames import frames_to_net_input, infer_frame_spec
 from drlhp.pref_db import PrefBuffer

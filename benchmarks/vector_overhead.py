@@ -22,10 +22,9 @@ import time
 
 import numpy as np
 import torch
-
+from common import make_env, make_vec_env, one_thread, run_per_env, untrained_checkpoint
 from gymnasium.vector import SyncVectorEnv
 
-from common import make_env, make_vec_env, one_thread, run_per_env, untrained_checkpoint
 from drlhp import HumanPreferencesVectorWrapper
 from drlhp.frames import frames_to_net_input
 from drlhp.reward_predictor import RewardPredictor, member_input
@@ -81,7 +80,8 @@ def measure(name: str, n_steps: int, n_envs: int, rounds: int, api: str) -> None
         raw.close()
     med = {k: statistics.median(v) * 1e3 for k, v in times.items()}
     fwd = med["raw + forward"] - med["raw"]
-    print(f"{name} x{n_envs} ({api}): raw {n_envs / med['raw'] * 1e3:.0f} env steps/s ({med['raw']:.3f} ms per vector step)"
+    print(f"{name} x{n_envs} ({api}): raw {n_envs / med['raw'] * 1e3:.0f} env steps/s "
+          f"({med['raw']:.3f} ms per vector step)"
           f" | batch-{n_envs} forward in the loop {fwd:.3f} ms | median of {rounds}")
     for label in ("predicted reward only", "collecting + predicted"):
         added = med[label] - med["raw"]

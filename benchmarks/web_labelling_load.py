@@ -5,7 +5,8 @@ trainer receives and stores every label but does not train, so that the phases w
 and without load compare like with like: training takes a core of its own either
 way) steps random actions in this process's main thread. A second process runs the
 labellers (aiohttp client tasks, each with its own name): ask for a pair, fetch both
-clips' PNGs, answer L / R / E at random (after ``--think-seconds``: 0, as fast as they can, by default), repeat. Figures:
+clips' PNGs, answer L / R / E at random (after ``--think-seconds``: 0, as fast as they can, by default), repeat.
+Figures:
 
 - labels lost or duplicated: every answer the page acknowledged (not as a
   duplicate) against the run's database after ``close()`` (snapshot + journal);
@@ -36,8 +37,9 @@ import tempfile
 import threading
 import time
 
-import drlhp  # noqa: F401
 from common import make_env
+
+import drlhp  # noqa: F401
 from drlhp import HumanPreferencesEnvWrapper
 from drlhp.pref_db import PrefBuffer
 

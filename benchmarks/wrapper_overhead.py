@@ -19,8 +19,8 @@ import time
 
 import numpy as np
 import torch
-
 from common import make_env, one_thread, run_per_env, steps_per_second, untrained_checkpoint
+
 from drlhp import HumanPreferencesEnvWrapper
 from drlhp.frames import frames_to_net_input
 from drlhp.reward_predictor import RewardPredictor, member_input
@@ -75,8 +75,10 @@ def measure(name: str, n_steps: int) -> None:
                 sps = steps_per_second(env, n_steps)
                 stats = env.stats()
             overhead_ms = (1 / sps - 1 / raw_sps) * 1e3
-            print(f"  {label:24s} {sps:7.0f} steps/s ({sps / raw_sps:.2f}x raw) | wrapper adds {overhead_ms:.3f} ms/step"
-                  f" = {overhead_ms / fwd:.2f}x forward alone, {overhead_ms / fwd_loop:.2f}x forward in loop (aim <= 1.2)"
+            print(f"  {label:24s} {sps:7.0f} steps/s ({sps / raw_sps:.2f}x raw) | "
+                  f"wrapper adds {overhead_ms:.3f} ms/step"
+                  f" = {overhead_ms / fwd:.2f}x forward alone, {overhead_ms / fwd_loop:.2f}x forward in loop"
+                  " (aim <= 1.2)"
                   f" | clips sent {stats['segments_sent']}, dropped {stats['segments_dropped']}")
 
 

@@ -13,8 +13,8 @@ from drlhp.frontend import PREDICTED_REWARD_KEY, TRUE_REWARD_KEY
 from drlhp.labellers import SyntheticTeacher
 from drlhp.log_dir_lock import LogDirInUseError
 from drlhp.pipeline import PreferencePipeline
-from drlhp.processes import WorkerError
 from drlhp.pref_db import PrefBuffer, PrefDB, PrefDBFormatError
+from drlhp.processes import WorkerError
 from drlhp.reward_predictor import RewardPredictor
 from drlhp.run_dir import LogDirHasLabelsError
 from drlhp.vector import HumanPreferencesVectorWrapper

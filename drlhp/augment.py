@@ -12,7 +12,6 @@ Both keep a pair's label true for the rewards drlhp learns:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
 
 import numpy as np
 import torch
@@ -31,8 +30,8 @@ class Augmentation:
     """
 
     shift: int = 0
-    crop_min_length: Optional[int] = None
-    pseudo_label_threshold: Optional[float] = None
+    crop_min_length: int | None = None
+    pseudo_label_threshold: float | None = None
     pseudo_label_weight: float = 1.0
 
     def __post_init__(self) -> None:
@@ -44,6 +43,9 @@ class Augmentation:
             raise ValueError("pseudo_label_threshold is the confidence a pseudo-label needs: in (0.5, 1), or None; "
                              f"got {self.pseudo_label_threshold}")
 
+
+#: Training on the clips as they are.
+NO_AUGMENTATION = Augmentation()
 
 def temporal_crop(frames_a: np.ndarray, frames_b: np.ndarray, min_length: int,
                   rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:

@@ -10,7 +10,7 @@ resumed run reloads the labels.
 from __future__ import annotations
 
 import math
-from typing import Sequence, Tuple
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -36,7 +36,7 @@ def bootstrap_counts(pair_ids: np.ndarray, member: int, seed: int = 0) -> np.nda
     return np.searchsorted(POISSON_CDF, u, side="right")
 
 
-def member_batches(pairs: Sequence[Tuple[int, int, float]], n_members: int, batch_size: int,
+def member_batches(pairs: Sequence[tuple[int, int, float]], n_members: int, batch_size: int,
                    rng: np.random.Generator, seed: int = 0) -> np.ndarray:
     """Indices ``(M, batch)`` into ``pairs`` (a database's ``(a, b, label)``): member m's from its resample.
 

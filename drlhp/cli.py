@@ -15,7 +15,6 @@ import argparse
 import logging
 import sys
 import time
-from typing import List, Optional
 
 from tqdm import tqdm
 
@@ -204,7 +203,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Optional[List[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "train-reward" and args.steps is None and args.epochs is None:
         args.steps = 1000

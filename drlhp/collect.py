@@ -4,7 +4,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-from typing import Callable, Optional
+from typing import Callable
 
 import gymnasium
 import numpy as np
@@ -46,8 +46,8 @@ def load_policy(path: str, algo: str) -> Callable[[np.ndarray], np.ndarray]:
     return lambda obs: model.predict(obs, deterministic=True)[0]
 
 
-def collect(env_id: str, log_dir: str, n_labels: int, policy: Optional[str] = None, algo: str = "ppo",
-            on_label: Optional[Callable[[int], None]] = None, **settings) -> list[str]:
+def collect(env_id: str, log_dir: str, n_labels: int, policy: str | None = None, algo: str = "ppo",
+            on_label: Callable[[int], None] | None = None, **settings) -> list[str]:
     """Play ``env_id`` (randomly, or with an SB3 policy) until the run holds ``n_labels`` labels, then save them.
 
     ``settings``: the wrapper's arguments (``synthetic_preferences``, ``segment_length``, ``seed``,

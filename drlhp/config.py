@@ -12,7 +12,7 @@ import logging
 import multiprocessing
 import os
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any, Callable
 
 import numpy as np
 
@@ -159,14 +159,14 @@ class PreferenceConfig:
     train_reward: bool = True
     log_dir: str = "drlhp_logs"
     resume: bool = False
-    prefs_dir: Optional[str] = None
-    pretrained_reward_predictor_dir: Optional[str] = None
-    obs_transform_func: Optional[Callable[[Any], np.ndarray]] = None
+    prefs_dir: str | None = None
+    pretrained_reward_predictor_dir: str | None = None
+    obs_transform_func: Callable[[Any], np.ndarray] | None = None
     n_initial_prefs: int = 40
-    label_budget: Optional[int] = 1000
+    label_budget: int | None = 1000
     label_schedule: str = "hyperbolic"
     label_schedule_steps: int = 1_000_000
-    label_schedule_t0: Optional[int] = None
+    label_schedule_t0: int | None = None
     pair_selection: str = "disagreement"
     n_candidate_pairs: int = 64
     synthetic_teacher: SyntheticTeacher = SyntheticTeacher()
@@ -180,30 +180,30 @@ class PreferenceConfig:
     reward_predictor_batchnorm: bool = False
     reward_net_arch: str = DEFAULT_ARCH
     augment_shift: int = 0
-    temporal_crop_min_length: Optional[int] = None
-    pseudo_label_threshold: Optional[float] = None
+    temporal_crop_min_length: int | None = None
+    pseudo_label_threshold: float | None = None
     reward_predictor_weight_decay: float = 1e-4
     adaptive_l2: bool = True
     ensemble_size: int = DEFAULT_ENSEMBLE_SIZE
     noise_prob: float = 0.1
     reward_scale: float = 0.05
-    labeller: Optional[Labeller] = None
-    display_zoom: Optional[int] = None
+    labeller: Labeller | None = None
+    display_zoom: int | None = None
     display_fps: float = 20.0
     human_terminal: str = "/dev/tty"
-    prefs_autosave_interval: Optional[float] = None
+    prefs_autosave_interval: float | None = None
     max_segs: int = 200
     synthetic_prefs_per_segment: float = 1.0
-    segment_queue_size: Optional[int] = None
-    seed: Optional[int] = None
+    segment_queue_size: int | None = None
+    seed: int | None = None
     mp_start_method: str = "spawn"
-    torch_threads: Optional[int] = 1
-    trainer_torch_threads: Optional[int] = 1
+    torch_threads: int | None = 1
+    trainer_torch_threads: int | None = 1
     autosave_prefs: bool = True
     ckpt_poll_interval: float = 1.0
     close_timeout: float = 10.0
     log_level: int = logging.INFO
-    tensorboard_log: Optional[str] = None
+    tensorboard_log: str | None = None
 
     def __post_init__(self) -> None:
         _check(self)
@@ -232,7 +232,7 @@ class PreferenceConfig:
         return not self.synthetic_preferences and self.collect_prefs and self.labeller is None
 
     @classmethod
-    def from_kwargs(cls, config: Optional["PreferenceConfig"], kwargs: dict) -> "PreferenceConfig":
+    def from_kwargs(cls, config: PreferenceConfig | None, kwargs: dict) -> PreferenceConfig:
         """``config`` (or the defaults) with ``kwargs`` applied; an unknown name gets a clear error."""
         names = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(kwargs) - names)
@@ -257,8 +257,7 @@ def _check(c: PreferenceConfig) -> None:
     for name in ("max_prefs_in_db", "reward_predictor_ckpt_interval", "reward_predictor_batch_size", "ensemble_size"):
         need(getattr(c, name) >= 1, f"{name} must be >= 1, got {getattr(c, name)}")
     need(c.label_budget is None or c.label_budget >= 1, f"label_budget must be >= 1 (or None), got {c.label_budget}")
-    c.schedule  # checks the schedule's settings
-    c.augmentation  # and the augmentation's
+    _ = c.schedule, c.augmentation  # building them checks their settings
     need(c.reward_net_arch in ARCHS, f"reward_net_arch must be one of {ARCHS}, got {c.reward_net_arch!r}")
     need(c.pair_selection in SELECTIONS, f"pair_selection must be one of {SELECTIONS}, got {c.pair_selection!r}")
     need(c.n_candidate_pairs >= 1, f"n_candidate_pairs must be >= 1, got {c.n_candidate_pairs}")

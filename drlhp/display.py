@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import socket
 import sys
-from typing import Optional
 
 import numpy as np
 
@@ -78,7 +77,7 @@ def compose_pair(left: np.ndarray, right: np.ndarray, zoom: int, progress: float
     return canvas
 
 
-def display_problem() -> Optional[str]:
+def display_problem() -> str | None:
     """Why no window can be opened here, or None if one can.
 
     OpenCV's Qt backend aborts the whole process (uncatchably) when it cannot

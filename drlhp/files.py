@@ -5,7 +5,8 @@ import contextlib
 import csv
 import os
 import tempfile
-from typing import BinaryIO, Iterator, Sequence
+from collections.abc import Iterator, Sequence
+from typing import BinaryIO
 
 
 @contextlib.contextmanager

@@ -7,7 +7,6 @@ when they are fed to the network.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Tuple
 
 import numpy as np
 import torch
@@ -25,7 +24,7 @@ class FrameSpec:
     ``"SHWC"`` (a stack of channels-last frames, e.g. frame-stacked RGB).
     """
 
-    shape: Tuple[int, ...]
+    shape: tuple[int, ...]
     dtype: str
     layout: str
 
@@ -34,7 +33,7 @@ class FrameSpec:
         return self.layout != "vector"
 
     @property
-    def net_input_shape(self) -> Tuple[int, ...]:
+    def net_input_shape(self) -> tuple[int, ...]:
         """Shape of one frame as the network takes it: (C, H, W) or (features,)."""
         s = self.shape
         if self.layout == "HW":
@@ -49,7 +48,7 @@ class FrameSpec:
         return {"shape": list(self.shape), "dtype": self.dtype, "layout": self.layout}
 
     @classmethod
-    def from_dict(cls, d: dict) -> "FrameSpec":
+    def from_dict(cls, d: dict) -> FrameSpec:
         return cls(tuple(int(x) for x in d["shape"]), str(d["dtype"]), str(d["layout"]))
 
 

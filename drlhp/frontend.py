@@ -2,7 +2,7 @@
 a user calls, the ``info`` keys, and taking one env's observation out of a batch."""
 from __future__ import annotations
 
-from typing import Any, Dict, Optional
+from typing import Any
 
 import numpy as np
 
@@ -21,7 +21,7 @@ class PipelineFrontEnd:
 
     pipeline: PreferencePipeline
 
-    def _start_pipeline(self, single_obs: Any, n_envs: int, config: Optional[PreferenceConfig],
+    def _start_pipeline(self, single_obs: Any, n_envs: int, config: PreferenceConfig | None,
                         kwargs: dict) -> None:
         """Validate the settings and the frame of ``single_obs`` (one env's sample observation); start."""
         config = PreferenceConfig.from_kwargs(config, kwargs)
@@ -32,7 +32,7 @@ class PipelineFrontEnd:
         """One env's observation -> the frame stored and rewarded."""
         return self._transform(obs) if self._transform is not None else obs
 
-    def _frames(self, obs: Any, last_obs: Dict[int, Any]) -> np.ndarray:
+    def _frames(self, obs: Any, last_obs: dict[int, Any]) -> np.ndarray:
         """The N frames of a vector step; ``last_obs`` maps each env whose episode just ended (and
         whose returned observation is already the next episode's first) to its episode's last one."""
         if self._transform is None and not last_obs:
@@ -68,11 +68,11 @@ class PipelineFrontEnd:
         self.pipeline.switch_to_predicted_reward()
 
     @property
-    def labelling_url(self) -> Optional[str]:
+    def labelling_url(self) -> str | None:
         """The labelling page's address with its token (``labelling="web"``), else None."""
         return self.pipeline.labelling_url
 
-    def wait_for_reward_predictor(self, timeout: Optional[float] = None) -> None:
+    def wait_for_reward_predictor(self, timeout: float | None = None) -> None:
         """Block until the predicted reward is returned; see ``PreferencePipeline.wait_for_reward_predictor``."""
         self.pipeline.wait_for_reward_predictor(timeout)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass
-from typing import Callable, List, Optional
+from typing import Callable
 
 import numpy as np
 
@@ -33,10 +33,10 @@ class HumanConfig:
     """How pairs are shown to a person and where the answers are typed."""
 
     frame_spec: FrameSpec
-    zoom: Optional[int] = None  # None: about 336 px per clip
+    zoom: int | None = None  # None: about 336 px per clip
     fps: float = 20.0
     terminal: str = "/dev/tty"
-    log_path: Optional[str] = None  # CSV of answers and display timings
+    log_path: str | None = None  # CSV of answers and display timings
 
 
 def import_cv2_gui():
@@ -66,11 +66,11 @@ class HumanLabeller:
         self.config, self.stop_event, self.idle = config, stop_event, idle
         self.zoom = config.zoom or auto_zoom(config.frame_spec)
         self.prompt = TerminalPrompt(config.terminal)
-        self.episode: List[np.ndarray] = []
+        self.episode: list[np.ndarray] = []
         self._episode_i = 0
         self.n_asked = 0
-        self._last_answer: Optional[float] = None
-        self.last_seconds: Optional[float] = None  # how long the last answer took
+        self._last_answer: float | None = None
+        self.last_seconds: float | None = None  # how long the last answer took
         # GUI_NORMAL: no Qt toolbar or status bar, just the picture.
         self.cv2.namedWindow(PAIR_WINDOW, self.cv2.WINDOW_AUTOSIZE | self.cv2.WINDOW_GUI_NORMAL)
         self.cv2.namedWindow(EPISODE_WINDOW, self.cv2.WINDOW_AUTOSIZE | self.cv2.WINDOW_GUI_NORMAL)
@@ -79,7 +79,7 @@ class HumanLabeller:
         self.cv2.moveWindow(PAIR_WINDOW, 0, 0)
         self.cv2.moveWindow(EPISODE_WINDOW, 2 * w * self.zoom + BORDER_PX + 20, 0)
 
-    def show_episode(self, frames: List[np.ndarray]) -> None:
+    def show_episode(self, frames: list[np.ndarray]) -> None:
         """Loop these frames (the agent's last full episode) in the smaller window.
 
         Called for every finished episode, often many times between two frames
@@ -88,7 +88,7 @@ class HumanLabeller:
         self.episode = frames
         self._episode_i = 0
 
-    def label(self, a: Segment, b: Segment) -> Optional[float]:
+    def label(self, a: Segment, b: Segment) -> float | None:
         cv2, spec = self.cv2, self.config.frame_spec
         self.n_asked += 1
         left = [displayable(f, spec) for f in a.frames]
@@ -101,7 +101,8 @@ class HumanLabeller:
         n_frames = 0
         while not self.stop_event.is_set():
             i = n_frames % len(left)
-            cv2.imshow(PAIR_WINDOW, compose_pair(left[i], right[i], self.zoom, (i + 1) / len(left), f"pair {self.n_asked}"))
+            pair = compose_pair(left[i], right[i], self.zoom, (i + 1) / len(left), f"pair {self.n_asked}")
+            cv2.imshow(PAIR_WINDOW, pair)
             if self.episode:
                 frame = displayable(self.episode[self._episode_i % len(self.episode)], spec)
                 cv2.imshow(EPISODE_WINDOW, zoomed(frame, max(1, self.zoom // 2))[..., ::-1])

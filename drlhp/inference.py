@@ -20,8 +20,9 @@ place is seen at once) and gives the same output as ``net.eval()``:
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import partial
-from typing import Callable, Dict, List, Sequence, Tuple
+from typing import Callable
 
 import torch
 import torch.nn.functional as F
@@ -44,7 +45,7 @@ class MemberMajorConv:
     indices depend on the batch size, so they are built once per size.
     """
 
-    def __init__(self, conv: nn.Conv2d, in_hw: Tuple[int, int], member_major_input: bool) -> None:
+    def __init__(self, conv: nn.Conv2d, in_hw: tuple[int, int], member_major_input: bool) -> None:
         self.m = conv.groups
         self.c_out, self.c_in, self.k, _ = conv.weight.shape
         self.c_out //= self.m
@@ -58,7 +59,7 @@ class MemberMajorConv:
         weight = conv.weight.permute(0, 2, 3, 1) if self.kernel_last else conv.weight
         self.weight = weight.view(self.m, self.c_out, -1)
         self.bias = conv.bias.view(self.m, self.c_out, 1)
-        self._index: Dict[int, torch.Tensor] = {}
+        self._index: dict[int, torch.Tensor] = {}
 
     def _build_index(self, n: int) -> torch.Tensor:
         """Flat positions of each member's patches, ``(M, K, N*L)`` (K in the weights' order); padding: past the end."""
@@ -120,7 +121,7 @@ def _members_last(x: torch.Tensor) -> torch.Tensor:
     return x.squeeze(2).t()
 
 
-def inference_ops(net: nn.Module, in_shape: Sequence[int], one_frame: bool = False) -> List[Op]:
+def inference_ops(net: nn.Module, in_shape: Sequence[int], one_frame: bool = False) -> list[Op]:
     """The eval-mode ``net`` (built by ``build_reward_net`` for frames of ``in_shape``) as calls taking
     ``frames_to_net_input(frames)`` and returning each member's reward ``(N, M)``; with ``one_frame``,
     the calls fastest for N = 1 (they work for any N)."""
@@ -128,7 +129,7 @@ def inference_ops(net: nn.Module, in_shape: Sequence[int], one_frame: bool = Fal
     convs = [m for m in modules if isinstance(m, nn.Conv2d)]
     batchnorm = any(isinstance(m, nn.BatchNorm2d) for m in modules)
     gather = one_frame and bool(convs) and convs[0].groups > 1 and not batchnorm
-    ops: List[Op] = []
+    ops: list[Op] = []
     hw = tuple(in_shape[1:])
     member_major = False
     for m in modules:
@@ -168,5 +169,5 @@ def inference_ops(net: nn.Module, in_shape: Sequence[int], one_frame: bool = Fal
     return ops
 
 
-def _conv_out_hw(conv: nn.Conv2d, hw: Tuple[int, int]) -> Tuple[int, int]:
+def _conv_out_hw(conv: nn.Conv2d, hw: tuple[int, int]) -> tuple[int, int]:
     return tuple((s + 2 * p - k) // st + 1 for s, p, k, st in zip(hw, conv.padding, conv.kernel_size, conv.stride))

@@ -37,8 +37,9 @@ import os
 import struct
 import time
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Callable, Iterator, List, Optional, Tuple
+from typing import Callable
 
 import numpy as np
 
@@ -63,14 +64,14 @@ class JournalLabel:
     label: float
     time: float  # Unix seconds
     labeller: str
-    seconds: Optional[float] = None  # how long the answer took (None: not timed, e.g. synthetic)
+    seconds: float | None = None  # how long the answer took (None: not timed, e.g. synthetic)
 
 
 def journal_dir(log_dir: str) -> str:
     return os.path.join(log_dir, JOURNAL_DIRNAME)
 
 
-def journal_files(log_dir: str) -> List[str]:
+def journal_files(log_dir: str) -> list[str]:
     """The journal's files, oldest first (empty if there is no journal)."""
     directory = journal_dir(log_dir)
     if not os.path.isdir(directory):
@@ -106,14 +107,14 @@ class JournalWriter:
         self.directory = journal_dir(log_dir)
         os.makedirs(self.directory, exist_ok=True)
         self._labels_in_snapshot = labels_in_snapshot
-        self._closed_files: List[Tuple[str, int]] = []  # (path, last seq) not yet wholly in a snapshot
-        self._fd: Optional[int] = None
+        self._closed_files: list[tuple[str, int]] = []  # (path, last seq) not yet wholly in a snapshot
+        self._fd: int | None = None
         self._path = ""
         self._first_seq = self._last_seq = -1
         self._clips_in_file: set[int] = set()
 
     def append(self, seq: int, a: PackedSegment, b: PackedSegment, label: float, labeller: str,
-               seconds: Optional[float] = None) -> None:
+               seconds: float | None = None) -> None:
         """Write one label (and its clips not yet in the current file) and fsync: it survives a power cut."""
         self._drop_covered(self._labels_in_snapshot())
         if self._fd is None:
@@ -203,7 +204,7 @@ def _read_file(path: str) -> Iterator[JournalLabel]:
         pos = end
 
 
-def _parse_record(data: bytes, pos: int) -> Tuple[dict, bytes, int]:
+def _parse_record(data: bytes, pos: int) -> tuple[dict, bytes, int]:
     if len(data) - pos < _HEAD.size:
         raise _BadRecord("incomplete record header")
     magic, length, crc = _HEAD.unpack_from(data, pos)

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable, Dict, Optional
+from typing import Callable
 
 #: The integral from 0 to t of each rate, in units of T0.
-_RATE_INTEGRALS: Dict[str, Callable[[float], float]] = {
+_RATE_INTEGRALS: dict[str, Callable[[float], float]] = {
     "constant": lambda t: t,
     "hyperbolic": math.log1p,
     "inverse_quadratic": math.atan,
@@ -36,11 +36,11 @@ class LabelSchedule:
         t0: env steps over which the rate falls (the paper's T0); None: ``horizon``.
     """
 
-    budget: Optional[int]
+    budget: int | None
     initial: int = 0
     kind: str = "hyperbolic"
     horizon: int = 1_000_000
-    t0: Optional[int] = None
+    t0: int | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in _RATE_INTEGRALS:

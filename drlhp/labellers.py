@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass
-from typing import Optional, Protocol
+from typing import Protocol
 
 import numpy as np
 
@@ -20,9 +20,9 @@ from drlhp.segments import Segment
 class Labeller(Protocol):
     #: How many pairs to ask about per newly arrived segment; ``None`` asks as
     #: fast as the labeller answers (a person is slower than segments arrive).
-    pairs_per_segment: Optional[float]
+    pairs_per_segment: float | None
 
-    def label(self, a: Segment, b: Segment) -> Optional[float]: ...
+    def label(self, a: Segment, b: Segment) -> float | None: ...
 
     def close(self) -> None: ...
 
@@ -48,7 +48,7 @@ class SyntheticTeacher:
     beta: float = math.inf
     gamma: float = 1.0
     mistake_rate: float = 0.0
-    skip_threshold: Optional[float] = None
+    skip_threshold: float | None = None
     equal_threshold: float = 0.0
 
     def __post_init__(self) -> None:
@@ -67,7 +67,7 @@ class SyntheticTeacher:
             return float(np.sum(rewards))
         return float(np.dot(rewards, self.gamma ** np.arange(len(rewards) - 1, -1, -1)))
 
-    def answer(self, rewards_a: np.ndarray, rewards_b: np.ndarray, rng: random.Random) -> Optional[float]:
+    def answer(self, rewards_a: np.ndarray, rewards_b: np.ndarray, rng: random.Random) -> float | None:
         """P(a preferred) as a label (1, 0 or 0.5), or None to skip the pair."""
         ra, rb = self.judged_return(rewards_a), self.judged_return(rewards_b)
         if self.skip_threshold is not None and max(ra, rb) < self.skip_threshold:
@@ -85,14 +85,14 @@ class SyntheticLabeller:
     """Labels pairs from the env's true rewards, the way ``teacher`` would (default: perfectly)."""
 
     def __init__(self, pairs_per_segment: float = 1.0, teacher: SyntheticTeacher = SyntheticTeacher(),
-                 seed: Optional[int] = None) -> None:
+                 seed: int | None = None) -> None:
         if pairs_per_segment <= 0:
             raise ValueError(f"pairs_per_segment must be > 0, got {pairs_per_segment}")
-        self.pairs_per_segment: Optional[float] = pairs_per_segment
+        self.pairs_per_segment: float | None = pairs_per_segment
         self.teacher = teacher
         self._rng = random.Random(seed)
 
-    def label(self, a: Segment, b: Segment) -> Optional[float]:
+    def label(self, a: Segment, b: Segment) -> float | None:
         return self.teacher.answer(a.rewards, b.rewards, self._rng)
 
     def close(self) -> None:

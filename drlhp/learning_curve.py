@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import csv
 import os
-from typing import Optional
 
 import numpy as np
 
@@ -98,7 +97,7 @@ def current_rows(rows: list[dict]) -> list[dict]:
             or int(r["agent_steps"]) <= resumed_from[int(r["session"])]]
 
 
-def read_learning_curve(log_dir_or_file: str) -> Optional[dict[str, np.ndarray]]:
+def read_learning_curve(log_dir_or_file: str) -> dict[str, np.ndarray] | None:
     """The run's current learning curve as arrays by column, sorted by agent step; None without a file or rows."""
     path = log_dir_or_file if log_dir_or_file.endswith(".csv") else learning_curve_path(log_dir_or_file)
     rows = current_rows(read_rows(path))

@@ -15,7 +15,6 @@ import json
 import os
 import sys
 import time
-from typing import Optional
 
 LOCK_FILENAME = "drlhp.lock"
 
@@ -30,7 +29,7 @@ class LogDirLock:
     def __init__(self, log_dir: str) -> None:
         self.log_dir = log_dir
         self.path = os.path.join(log_dir, LOCK_FILENAME)
-        self._fd: Optional[int] = None
+        self._fd: int | None = None
 
     def acquire(self, program_pid: int) -> None:
         """Take the lock for the run of ``program_pid`` (the user's program), or raise ``LogDirInUseError``."""

@@ -1,7 +1,7 @@
 """The small messages the processes exchange (see ``drlhp.processes`` for who sends what)."""
 from __future__ import annotations
 
-from typing import NamedTuple, Optional
+from typing import NamedTuple
 
 from drlhp.segments import PackedSegment
 
@@ -36,7 +36,7 @@ class Preference(NamedTuple):
     label: float
     seq: int  # the label's number in the run (0, 1, ...): decides train or validation, orders the journal
     labeller: str = ""  # who answered: a labeller's class name, or "web:<name>" a person typed in the browser
-    seconds: Optional[float] = None  # how long the answer took (None: not timed)
+    seconds: float | None = None  # how long the answer took (None: not timed)
 
 
 class SavePrefs(NamedTuple):

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Tuple, Union
 
 import numpy as np
 
@@ -23,8 +22,8 @@ class RewardNormaliser:
     whose raw outputs happen to be large from outvoting the others.
     """
 
-    mean: Union[float, Tuple[float, ...]] = 0.0
-    std: Union[float, Tuple[float, ...]] = 1.0
+    mean: float | tuple[float, ...] = 0.0
+    std: float | tuple[float, ...] = 1.0
     scale: float = 0.05
 
     def __post_init__(self) -> None:
@@ -36,7 +35,7 @@ class RewardNormaliser:
         object.__setattr__(self, "_offset", float(np.dot(weights, self.mean)))
 
     @classmethod
-    def fit(cls, member_rewards: np.ndarray, scale: float) -> "RewardNormaliser":
+    def fit(cls, member_rewards: np.ndarray, scale: float) -> RewardNormaliser:
         """Statistics of ``member_rewards`` ``(N, M)`` (or ``(N,)`` for one member)."""
         raw = np.asarray(member_rewards, dtype=np.float64)
         raw = raw.reshape(len(raw), -1)

@@ -13,7 +13,7 @@ import os
 import queue
 import threading
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Callable
 
 import numpy as np
 import torch
@@ -22,15 +22,21 @@ from drlhp.frames import infer_frame_spec
 from drlhp.log_dir_lock import LogDirLock
 from drlhp.pref_db import PrefBuffer, clip_format
 from drlhp.processes import SharedStats
-from drlhp.reward_predictor import (CHECKPOINT_DIRNAME, DEFAULT_ARCH, DEFAULT_ENSEMBLE_SIZE, NetConfig, RewardPredictor,
-                                    checkpoint_path)
+from drlhp.reward_predictor import (
+    CHECKPOINT_DIRNAME,
+    DEFAULT_ARCH,
+    DEFAULT_ENSEMBLE_SIZE,
+    NetConfig,
+    RewardPredictor,
+    checkpoint_path,
+)
 from drlhp.reward_trainer import RewardTrainer
 from drlhp.tensorboard_log import require_tensorboard
 from drlhp.trainer_process import RewardTrainingLoop, TrainerConfig
 
 
-def train_reward(prefs_dir: str, log_dir: str, steps: Optional[int] = None, epochs: Optional[float] = None,
-                 on_step: Optional[Callable[[int, int], None]] = None, **settings) -> dict:
+def train_reward(prefs_dir: str, log_dir: str, steps: int | None = None, epochs: float | None = None,
+                 on_step: Callable[[int, int], None] | None = None, **settings) -> dict:
     """Train a reward network on the labels in ``prefs_dir``; checkpoints and metrics go to ``log_dir``.
 
     ``steps`` training steps, or ``epochs`` passes over the training pairs (one of them).
@@ -80,7 +86,7 @@ class RewardEvaluation:
 
 
 def evaluate_reward(checkpoint: str, prefs_dir: str, split: str = "val", batch_size: int = 16,
-                    on_progress: Optional[Callable[[int, int], None]] = None) -> RewardEvaluation:
+                    on_progress: Callable[[int, int], None] | None = None) -> RewardEvaluation:
     """How well the checkpoint's network agrees with the labels (and true rewards) of ``prefs_dir``.
 
     ``on_progress(done, total)`` counts pairs evaluated, then clips scored.

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from typing import Dict, Optional, Sequence, Tuple
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -36,10 +36,10 @@ class DisagreementScorer:
     def __init__(self, ckpt_path: str, poll_interval: float = 1.0, max_new_per_pick: int = 8) -> None:
         self.ckpt_path, self.poll_interval, self.max_new_per_pick = ckpt_path, poll_interval, max_new_per_pick
         self.predictor = None
-        self._version: Optional[tuple] = None
+        self._version: tuple | None = None
         self._next_poll = 0.0
         # seg_id -> (checkpoint generation, per-member return): an older generation's is used until refreshed.
-        self._returns: Dict[int, Tuple[int, np.ndarray]] = {}
+        self._returns: dict[int, tuple[int, np.ndarray]] = {}
         self._generation = 0
 
     @property
@@ -85,7 +85,7 @@ class DisagreementScorer:
     def forget(self, seg_id: int) -> None:
         self._returns.pop(seg_id, None)
 
-    def most_disagreed(self, candidates: Sequence[Tuple[Segment, Segment]]) -> Optional[Tuple[Segment, Segment]]:
+    def most_disagreed(self, candidates: Sequence[tuple[Segment, Segment]]) -> tuple[Segment, Segment] | None:
         """The candidate pair with the largest disagreement among those whose clips have returns, or None."""
         scored = [(a, b) for a, b in candidates if a.seg_id in self._returns and b.seg_id in self._returns]
         if not scored:

@@ -49,7 +49,8 @@ import queue
 import secrets
 import sys
 import time
-from typing import Any, Optional, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -60,8 +61,7 @@ from drlhp.log_dir_lock import LogDirInUseError
 from drlhp.messages import SavePrefs
 from drlhp.pref_interface import InterfaceConfig, run_pref_interface
 from drlhp.processes import SharedStats, StopFlag, WorkerError, Workers
-from drlhp.reward_predictor import (CHECKPOINT_DIRNAME, CHECKPOINT_FILENAME, NetConfig, RewardPredictor,
-                                    checkpoint_path)
+from drlhp.reward_predictor import CHECKPOINT_DIRNAME, CHECKPOINT_FILENAME, NetConfig, RewardPredictor, checkpoint_path
 from drlhp.run_dir import HUMAN_LABELS_FILENAME
 from drlhp.segment_channel import SegmentChannel
 from drlhp.segments import EpisodeClips
@@ -86,14 +86,14 @@ class PreferencePipeline:
         self.config, self.frame_spec, self.n_envs = config, frame_spec, n_envs
         human = _human_config(config, frame_spec) if config.human_labelling else None
         web = _web_config(config, frame_spec) if config.web_labelling else None
-        self.labelling_url: Optional[str] = None  # the labelling page's address, token included (labelling="web")
+        self.labelling_url: str | None = None  # the labelling page's address, token included (labelling="web")
         self._ckpt_path = os.path.join(config.log_dir, CHECKPOINT_DIRNAME, CHECKPOINT_FILENAME)
         # A checkpoint already in log_dir is from an earlier run: only load ones this run writes
         # (or, resuming, the run's own).
-        self._ckpt_seen: Optional[tuple] = None if config.resume else _file_version(self._ckpt_path)
+        self._ckpt_seen: tuple | None = None if config.resume else _file_version(self._ckpt_path)
         self._next_ckpt_poll = 0.0
-        self._user_choice: Optional[bool] = None  # explicit switch_to_*() wins over the automatic switch
-        self._predictor: Optional[RewardPredictor] = None
+        self._user_choice: bool | None = None  # explicit switch_to_*() wins over the automatic switch
+        self._predictor: RewardPredictor | None = None
         if config.torch_threads:
             torch.set_num_threads(config.torch_threads)
         if config.seed is not None:
@@ -112,14 +112,14 @@ class PreferencePipeline:
 
         # Episode ids are unique across envs, so the interface can tell episodes apart.
         self._clips = EpisodeClips(frame_spec, config.segment_length, n_envs) if config.collect_prefs else None
-        self._workers: Optional[Workers] = None
-        self._channel: Optional[SegmentChannel] = None
+        self._workers: Workers | None = None
+        self._channel: SegmentChannel | None = None
         if config.collect_prefs or config.train_reward:
             self._start_workers(pretrained_ckpt, human, web)
         if config.resume:
             self.poll_predictor()
 
-    def _start_workers(self, pretrained_ckpt: Optional[str], human, web) -> None:
+    def _start_workers(self, pretrained_ckpt: str | None, human, web) -> None:
         """Start the trainer (and the interface, when collecting); return once the trainer is ready."""
         c, frame_spec = self.config, self.frame_spec
         ctx = multiprocessing.get_context(c.mp_start_method)
@@ -177,8 +177,8 @@ class PreferencePipeline:
                      c.log_dir, ready["n_labels"], ready["n_train"], ready["n_val"], ready["training_step"])
 
     # -- the per-step path ------------------------------------------------------
-    def step(self, frames: np.ndarray, true_rewards: Sequence[float], recorded: Optional[Sequence[bool]] = None,
-             episode_ends: Optional[Sequence[bool]] = None) -> Optional[np.ndarray]:
+    def step(self, frames: np.ndarray, true_rewards: Sequence[float], recorded: Sequence[bool] | None = None,
+             episode_ends: Sequence[bool] | None = None) -> np.ndarray | None:
         """Take one step of every env; returns their normalised predicted rewards, or None.
 
         Args:
@@ -251,7 +251,7 @@ class PreferencePipeline:
             )
         self._user_choice = True
 
-    def wait_for_reward_predictor(self, timeout: Optional[float] = None) -> None:
+    def wait_for_reward_predictor(self, timeout: float | None = None) -> None:
         """Block, without stepping the envs, until ``using_reward_from_predictor`` (the paper's pre-training).
 
         Call it once the initial labels are in (``stats()["run_labels"] >= n_initial_prefs``):
@@ -285,7 +285,7 @@ class PreferencePipeline:
         return True
 
     @property
-    def predictor(self) -> Optional[RewardPredictor]:
+    def predictor(self) -> RewardPredictor | None:
         """The reward predictor last loaded (None before the first checkpoint)."""
         return self._predictor
 
@@ -353,7 +353,7 @@ class PreferencePipeline:
             return
         self._closed = True
         workers = self._workers
-        unreported: Optional[WorkerError] = None
+        unreported: WorkerError | None = None
         try:
             workers.check()  # a worker that died since the last step(): report it here, once
         except WorkerError as e:
@@ -388,7 +388,7 @@ class PreferencePipeline:
                 pass
 
 
-def _file_version(path: str) -> Optional[tuple]:
+def _file_version(path: str) -> tuple | None:
     """What changes when a file is replaced (one stat call), or None if there is no file."""
     try:
         st = os.stat(path)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 import os
-from typing import Optional
 
 import numpy as np
 
@@ -30,7 +29,7 @@ def read_metrics(log_dir: str) -> dict[str, np.ndarray]:
     return {key: np.array([float(r[key]) for r in rows]) for key in rows[0]}
 
 
-def plot(log_dir: str, out: Optional[str] = None, prefs_dir: Optional[str] = None) -> str:
+def plot(log_dir: str, out: str | None = None, prefs_dir: str | None = None) -> str:
     """Write the figure as a PNG (default ``<log_dir>/drlhp_plot.png``); returns its path.
 
     The fourth panel needs the run's checkpoint and labelled clips (``prefs_dir``, else ``log_dir``):
@@ -73,7 +72,7 @@ def plot(log_dir: str, out: Optional[str] = None, prefs_dir: Optional[str] = Non
     return _save(fig, log_dir, out)
 
 
-def _save(fig, log_dir: str, out: Optional[str]) -> str:
+def _save(fig, log_dir: str, out: str | None) -> str:
     import matplotlib.pyplot as plt
 
     fig.suptitle(os.path.abspath(log_dir), fontsize=9)
@@ -84,7 +83,7 @@ def _save(fig, log_dir: str, out: Optional[str]) -> str:
     return out
 
 
-def plot_learning_curve(ax, curve: dict, name: Optional[str] = None, color: Optional[str] = None,
+def plot_learning_curve(ax, curve: dict, name: str | None = None, color: str | None = None,
                         window: int = SMOOTHING_EPISODES, labels_ax=None, legend: bool = True):
     """Draw a learning curve (from ``read_learning_curve``) on ``ax``: each episode's true return as a faint dot,
     their trailing mean over ``window`` episodes as a line, and the labels used so far, if any, as a dashed line

@@ -22,7 +22,7 @@ import math
 import os
 import zlib
 from collections import deque
-from typing import BinaryIO, Dict, List, Optional, Tuple
+from typing import BinaryIO
 
 import numpy as np
 
@@ -53,19 +53,19 @@ class PrefDB:
         if maxlen < 1:
             raise ValueError(f"maxlen must be >= 1, got {maxlen}")
         self.maxlen = maxlen
-        self.segments: Dict[int, PackedSegment] = {}
-        self._refs: Dict[int, int] = {}
-        self.prefs: deque[Tuple[int, int, float]] = deque()
+        self.segments: dict[int, PackedSegment] = {}
+        self._refs: dict[int, int] = {}
+        self.prefs: deque[tuple[int, int, float]] = deque()
         self.labellers: deque[str] = deque()  # who gave each label ("" where not recorded)
         self.answer_seconds: deque[float] = deque()  # how long each answer took (nan: not timed)
         #: Set by ``load``: the run's label count when the file was saved (None: not recorded).
-        self.n_labels_when_saved: Optional[int] = None
+        self.n_labels_when_saved: int | None = None
 
     def __len__(self) -> int:
         return len(self.prefs)
 
     def append(self, a: Segment, b: Segment, label: float, labeller: str = "",
-               seconds: Optional[float] = None) -> None:
+               seconds: float | None = None) -> None:
         for seg in (a, b):
             if seg.seg_id not in self.segments:
                 self.segments[seg.seg_id] = pack(seg)
@@ -81,7 +81,7 @@ class PrefDB:
                 if self._refs[seg_id] == 0:
                     del self._refs[seg_id], self.segments[seg_id]
 
-    def batch(self, indices: np.ndarray) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def batch(self, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Frames of both sides ``(n, length, *frame_shape)`` and labels ``(n,)`` of the given pairs."""
         pairs = [self.prefs[i] for i in indices]
         frames_a = np.stack([self.segments[a].frames for a, _, _ in pairs])
@@ -90,7 +90,7 @@ class PrefDB:
         return frames_a, frames_b, labels
 
     # -- files ----------------------------------------------------------------
-    def save(self, path: str, n_labels: Optional[int] = None) -> None:
+    def save(self, path: str, n_labels: int | None = None) -> None:
         """Write atomically to ``path`` (see the module docstring); ``n_labels``: the run's label count now."""
         ids = sorted(self.segments)
         first = self.segments[ids[0]] if ids else None
@@ -117,7 +117,7 @@ class PrefDB:
                 _write(f, np.frombuffer(self.segments[i].packed_frames[0], dtype=np.uint8))
 
     @classmethod
-    def load(cls, path: str, maxlen: Optional[int] = None) -> "PrefDB":
+    def load(cls, path: str, maxlen: int | None = None) -> PrefDB:
         """Read a file written by ``save``; raises ``PrefDBFormatError`` naming what is wrong."""
         try:
             with gzip.open(path, "rb") as f:
@@ -130,7 +130,7 @@ class PrefDB:
             raise _format_error(path, f"{type(e).__name__}: {e}") from e
 
     @classmethod
-    def _read(cls, f: BinaryIO, path: str, maxlen: Optional[int]) -> "PrefDB":
+    def _read(cls, f: BinaryIO, path: str, maxlen: int | None) -> PrefDB:
         if f.peek(1)[:1] == b"\x80":
             raise _format_error(
                 path,
@@ -154,7 +154,7 @@ class PrefDB:
             raise _format_error(path, "rewards do not match the segment length")
         if not np.all(np.isin(labels, (0.0, 0.5, 1.0))):
             raise _format_error(path, "labels must be 0, 0.5 or 1")
-        segments: Dict[int, PackedSegment] = {}
+        segments: dict[int, PackedSegment] = {}
         shape = tuple(header["segment_shape"] or ())
         dtype = np.dtype(header["frame_dtype"] or "u1")
         if dtype.kind not in "biuf":
@@ -220,8 +220,8 @@ class PrefBuffer:
         to_val = int((seq + 1) * self.val_fraction) > int(seq * self.val_fraction)
         return self.val_db if to_val else self.train_db
 
-    def add(self, a: Segment, b: Segment, label: float, seq: Optional[int] = None, labeller: str = "",
-            seconds: Optional[float] = None) -> None:
+    def add(self, a: Segment, b: Segment, label: float, seq: int | None = None, labeller: str = "",
+            seconds: float | None = None) -> None:
         seq = self.n_received if seq is None else seq
         self.db_for(seq).append(a, b, label, labeller, seconds)
         self.n_received = max(self.n_received, seq + 1)
@@ -236,14 +236,14 @@ class PrefBuffer:
         segments = {**self.train_db.segments, **self.val_db.segments}
         return sum(s.nbytes for s in segments.values())
 
-    def save(self, directory: str) -> List[str]:
+    def save(self, directory: str) -> list[str]:
         paths = [os.path.join(directory, TRAIN_FILE), os.path.join(directory, VAL_FILE)]
         self.train_db.save(paths[0], self.n_received)
         self.val_db.save(paths[1], self.n_received)
         return paths
 
     @classmethod
-    def load(cls, directory: str, max_prefs: int, val_fraction: float) -> "PrefBuffer":
+    def load(cls, directory: str, max_prefs: int, val_fraction: float) -> PrefBuffer:
         """The labels in ``directory``: its snapshot (train.pkl.gz, val.pkl.gz) plus its label journal."""
         train_path, val_path = os.path.join(directory, TRAIN_FILE), os.path.join(directory, VAL_FILE)
         has_snapshot = [os.path.exists(p) for p in (train_path, val_path)]
@@ -269,12 +269,12 @@ class PrefBuffer:
         return buffer
 
     @classmethod
-    def load_all(cls, directory: str) -> "PrefBuffer":
+    def load_all(cls, directory: str) -> PrefBuffer:
         """Every label in ``directory``, none evicted: for reading a database, not for training on it."""
         return cls.load(directory, max_prefs=2 ** 40, val_fraction=0.2)
 
 
-def clip_format(directory: str) -> Tuple[Tuple[int, ...], np.dtype]:
+def clip_format(directory: str) -> tuple[tuple[int, ...], np.dtype]:
     """Shape ``(length, *frame_shape)`` and dtype of the clips labelled in ``directory``, read cheaply."""
     train_path = os.path.join(directory, TRAIN_FILE)
     if os.path.exists(train_path):

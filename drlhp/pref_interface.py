@@ -18,7 +18,7 @@ import queue
 import random
 from collections import OrderedDict, deque
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING
 
 from drlhp.label_journal import JournalWriter
 from drlhp.label_schedule import LabelSchedule
@@ -40,25 +40,25 @@ class InterfaceConfig:
     """Settings of the preference-interface process."""
 
     max_segs: int = 200
-    seed: Optional[int] = None
-    labeller: Optional[Labeller] = None  # None: synthetic, or human with ``human`` set
+    seed: int | None = None
+    labeller: Labeller | None = None  # None: synthetic, or human with ``human`` set
     pairs_per_segment: float = 1.0
-    human: Optional["HumanConfig"] = None
-    web: Optional["WebConfig"] = None  # people label in their browsers (the page's address goes to ``url_queue``)
+    human: HumanConfig | None = None
+    web: WebConfig | None = None  # people label in their browsers (the page's address goes to ``url_queue``)
     max_episode_segments: int = 40  # how much of the last episode is kept to show a person
-    journal_log_dir: Optional[str] = None  # keep a label journal in this log_dir (None: no journal)
+    journal_log_dir: str | None = None  # keep a label journal in this log_dir (None: no journal)
     schedule: LabelSchedule = LabelSchedule(budget=None)
     teacher: SyntheticTeacher = SyntheticTeacher()
-    selection_ckpt: Optional[str] = None  # pick pairs by the disagreement of this checkpoint's ensemble (None: random)
+    selection_ckpt: str | None = None  # pick pairs by the disagreement of this checkpoint's ensemble (None: random)
     n_candidate_pairs: int = 64
 
 
 class PrefInterface:
     """A ring buffer of the latest ``max_segs`` segments and the pairs already asked about."""
 
-    def __init__(self, labeller: Labeller, out_queue, max_segs: int, seed: Optional[int] = None,
-                 journal: Optional[JournalWriter] = None, next_seq: int = 0,
-                 scorer: Optional[DisagreementScorer] = None, n_candidates: int = 64) -> None:
+    def __init__(self, labeller: Labeller, out_queue, max_segs: int, seed: int | None = None,
+                 journal: JournalWriter | None = None, next_seq: int = 0,
+                 scorer: DisagreementScorer | None = None, n_candidates: int = 64) -> None:
         if max_segs < 2:
             raise ValueError(f"max_segs must be >= 2 to form pairs, got {max_segs}")
         self.labeller = labeller
@@ -68,9 +68,9 @@ class PrefInterface:
         self.next_seq = next_seq
         self.n_asked = next_seq  # pairs asked in the run (a skipped one too): what the label budget counts
         self.scorer, self.n_candidates = scorer, n_candidates
-        self.segments: "OrderedDict[int, Segment]" = OrderedDict()
-        self._asked: set[Tuple[int, int]] = set()
-        self._sent: Dict[int, PackedSegment] = {}  # clips the trainer has, packed once for it and the journal
+        self.segments: OrderedDict[int, Segment] = OrderedDict()
+        self._asked: set[tuple[int, int]] = set()
+        self._sent: dict[int, PackedSegment] = {}  # clips the trainer has, packed once for it and the journal
         self._rng = random.Random(seed)
 
     def add_segment(self, seg: Segment) -> None:
@@ -85,7 +85,7 @@ class PrefInterface:
             oldest = next(iter(self.segments))
             self._asked = {p for p in self._asked if p[0] >= oldest}
 
-    def pick_pair(self) -> Optional[Tuple[Segment, Segment]]:
+    def pick_pair(self) -> tuple[Segment, Segment] | None:
         """The pair to ask about next (never one asked before), or None if there is none.
 
         Of ``n_candidates`` random pairs, the one the ensemble disagrees on most, once
@@ -98,12 +98,12 @@ class PrefInterface:
             return self.scorer.most_disagreed(candidates) or candidates[0]
         return candidates[0] if candidates else None
 
-    def candidate_pairs(self, n: int) -> List[Tuple[Segment, Segment]]:
+    def candidate_pairs(self, n: int) -> list[tuple[Segment, Segment]]:
         """Up to ``n`` distinct random pairs of distinct segments not asked about before."""
         ids = list(self.segments)
         if len(ids) < 2:
             return []
-        keys: set[Tuple[int, int]] = set()
+        keys: set[tuple[int, int]] = set()
         for _ in range(4 * n):
             key = _key(*self._rng.sample(ids, 2))
             if key not in self._asked:
@@ -115,7 +115,7 @@ class PrefInterface:
             keys = set(self._rng.sample(unasked, min(n, len(unasked))))
         return [(self.segments[a], self.segments[b]) for a, b in keys]
 
-    def ask(self, a: Segment, b: Segment) -> Optional[float]:
+    def ask(self, a: Segment, b: Segment) -> float | None:
         """Have the pair labelled, journal the label, send it on; returns the label (None: incomparable)."""
         self.mark_asked(a, b)
         label = self.labeller.label(a, b)
@@ -128,7 +128,7 @@ class PrefInterface:
         self._asked.add(_key(a.seg_id, b.seg_id))
         self.n_asked += 1
 
-    def record(self, a: Segment, b: Segment, label: float, labeller: str, seconds: Optional[float] = None) -> None:
+    def record(self, a: Segment, b: Segment, label: float, labeller: str, seconds: float | None = None) -> None:
         """Journal a label (on disk before anything else happens), then send it and any new clip on."""
         new = [seg for seg in (a, b) if seg.seg_id not in self._sent]
         for seg in new:
@@ -148,7 +148,7 @@ class PrefInterface:
         self.out_queue.put(msg)
 
 
-def _key(a: int, b: int) -> Tuple[int, int]:
+def _key(a: int, b: int) -> tuple[int, int]:
     return (a, b) if a < b else (b, a)
 
 
@@ -161,9 +161,9 @@ class EpisodeTracker:
 
     def __init__(self, max_segments: int) -> None:
         self.max_segments = max_segments
-        self.current: Dict[int, "deque[Segment]"] = {}
+        self.current: dict[int, deque[Segment]] = {}
 
-    def add(self, seg: Segment) -> Optional[List[Segment]]:
+    def add(self, seg: Segment) -> list[Segment] | None:
         current = self.current.setdefault(seg.env_index, deque(maxlen=self.max_segments))
         finished = None
         if current and seg.episode != current[-1].episode:
@@ -187,7 +187,7 @@ def _make_labeller(config: InterfaceConfig, stop_event, idle) -> Labeller:
     return SyntheticLabeller(config.pairs_per_segment, config.teacher, config.seed)
 
 
-def _await_run_start(run_start, stop_event) -> Optional[RunStart]:
+def _await_run_start(run_start, stop_event) -> RunStart | None:
     """The trainer's numbering for this run (sent once it has loaded earlier labels), or None if stopped first."""
     while not stop_event.is_set():
         try:
@@ -204,7 +204,7 @@ def run_pref_interface(config: InterfaceConfig, channel: SegmentChannel, pref_qu
     # dropped); the segments join the buffer after the answer, so a clip on screen
     # is never forgotten in the middle of its question. Older ones than the buffer
     # holds would be evicted at once, so they are not kept.
-    pending: "deque[Segment]" = deque(maxlen=config.max_segs)
+    pending: deque[Segment] = deque(maxlen=config.max_segs)
     episodes = EpisodeTracker(config.max_episode_segments)
     labeller: Labeller
 

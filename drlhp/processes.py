@@ -22,7 +22,7 @@ import signal
 import threading
 import time
 import traceback
-from typing import Callable, Dict, Optional
+from typing import Callable
 
 log = logging.getLogger("drlhp")
 
@@ -49,7 +49,7 @@ class StopFlag:
     def is_set(self) -> bool:
         return bool(self._flag.value)
 
-    def wait(self, timeout: Optional[float] = None) -> bool:
+    def wait(self, timeout: float | None = None) -> bool:
         deadline = None if timeout is None else time.monotonic() + timeout
         while not self.is_set():
             if deadline is not None and time.monotonic() >= deadline:
@@ -106,7 +106,7 @@ def _worker_main(name: str, target: Callable, args: tuple, error_queue, log_leve
         error_queue.put((name, traceback.format_exc()))
         error_queue.close()
         error_queue.join_thread()
-        raise SystemExit(1)
+        raise SystemExit(1) from None
 
 
 class Workers:
@@ -116,9 +116,9 @@ class Workers:
         self.ctx = ctx
         self.log_level = log_level
         self.errors = ctx.Queue()
-        self.procs: Dict[str, multiprocessing.process.BaseProcess] = {}
+        self.procs: dict[str, multiprocessing.process.BaseProcess] = {}
         # Sentinel -> name of each worker not asked to stop: what check() watches on every step.
-        self._watched: Dict[int, str] = {}
+        self._watched: dict[int, str] = {}
 
     def start(self, name: str, target: Callable, *args, stop_event=None) -> None:
         """Run ``target(*args)`` in a new process; ``stop_event`` is set if this process dies."""
@@ -155,7 +155,8 @@ class Workers:
             return WorkerError(f"drlhp's {who} process failed:\n{tb}")
         except queue.Empty:
             code = proc.exitcode
-            how = f"was killed by signal {signal.Signals(-code).name}" if code is not None and code < 0 else f"exited with code {code}"
+            how = (f"was killed by signal {signal.Signals(-code).name}" if code is not None and code < 0
+                   else f"exited with code {code}")
             if code == 1:  # Python's exit code for an exception before drlhp's code ran
                 hint = ("before it could start drlhp's code. With the 'spawn' and 'forkserver' start methods the "
                         "child re-imports your script: put the code that creates the wrapper under "
@@ -180,7 +181,7 @@ class Workers:
             proc.kill()
             proc.join(2)
 
-    def pending_error(self) -> Optional[str]:
+    def pending_error(self) -> str | None:
         try:
             who, tb = self.errors.get_nowait()
             return f"drlhp's {who} process failed:\n{tb}"

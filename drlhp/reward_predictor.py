@@ -18,7 +18,7 @@ import io
 import math
 import os
 from dataclasses import asdict, dataclass
-from typing import BinaryIO, Optional, Union
+from typing import BinaryIO
 
 import numpy as np
 import torch
@@ -75,7 +75,7 @@ class NetConfig:
         return d
 
     @classmethod
-    def from_dict(cls, d: dict) -> "NetConfig":
+    def from_dict(cls, d: dict) -> NetConfig:
         return cls(FrameSpec.from_dict(d["frame_spec"]), float(d["dropout"]), bool(d["batchnorm"]), int(d["hidden"]),
                    int(d.get("n_members", 1)), str(d.get("arch", "atari")))
 
@@ -202,8 +202,8 @@ def preference_accuracy(returns_a: torch.Tensor, returns_b: torch.Tensor, labels
 class RewardPredictor:
     """A reward network (ensemble) plus its normaliser, as used by the env process to reward each step."""
 
-    def __init__(self, config: NetConfig, net: Optional[nn.Module] = None,
-                 normaliser: Optional[RewardNormaliser] = None, training_step: int = 0) -> None:
+    def __init__(self, config: NetConfig, net: nn.Module | None = None,
+                 normaliser: RewardNormaliser | None = None, training_step: int = 0) -> None:
         self.config = config
         self.net = net if net is not None else build_reward_net(config)
         self.normaliser = normaliser or RewardNormaliser(mean=(0.0,) * config.n_members, std=(1.0,) * config.n_members)
@@ -270,12 +270,12 @@ class RewardPredictor:
         return buffer.getvalue()
 
     @classmethod
-    def from_bytes(cls, data: bytes) -> "RewardPredictor":
+    def from_bytes(cls, data: bytes) -> RewardPredictor:
         """A predictor from ``to_bytes()``'s output; never executes code from it."""
         return cls.load(io.BytesIO(data))
 
     @classmethod
-    def load(cls, path: Union[str, BinaryIO]) -> "RewardPredictor":
+    def load(cls, path: str | BinaryIO) -> RewardPredictor:
         """Load a checkpoint written by ``save`` (a path or a binary file); never executes code from it."""
         try:
             state = torch.load(path, map_location="cpu", weights_only=True)

@@ -2,17 +2,23 @@
 from __future__ import annotations
 
 import os
-from typing import Iterable, Iterator, Optional, Tuple
+from collections.abc import Iterable, Iterator
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
-from drlhp.augment import Augmentation, random_shift, temporal_crop
+from drlhp.augment import NO_AUGMENTATION, Augmentation, random_shift, temporal_crop
 from drlhp.files import atomic_write
 from drlhp.frames import frames_to_net_input
-from drlhp.reward_predictor import (RewardPredictor, member_input, members_input, preference_accuracy,
-                                    preference_loss, segment_returns)
+from drlhp.reward_predictor import (
+    RewardPredictor,
+    member_input,
+    members_input,
+    preference_accuracy,
+    preference_loss,
+    segment_returns,
+)
 
 #: The paper's band for validation loss / training loss; adaptive L2 steers into it by this factor per checkpoint.
 L2_BAND, L2_FACTOR = (1.1, 1.5), 1.5
@@ -31,7 +37,7 @@ def adapted_l2(coefficient: float, val_loss: float, train_loss: float) -> float:
     return min(max(coefficient, L2_LIMITS[0]), L2_LIMITS[1])
 
 
-def pseudo_labels(return_diff: torch.Tensor, threshold: float) -> Tuple[torch.Tensor, torch.Tensor]:
+def pseudo_labels(return_diff: torch.Tensor, threshold: float) -> tuple[torch.Tensor, torch.Tensor]:
     """Which pairs are sure enough, and their labels: ``return_diff`` (R_a - R_b) -> (mask, 1.0 where a is
     preferred else 0.0, for the masked pairs only). Sure: Bradley-Terry's P(a preferred) or P(b preferred)
     is at least ``threshold``."""
@@ -62,8 +68,8 @@ class RewardTrainer:
     """
 
     def __init__(self, predictor: RewardPredictor, lr: float = 3e-4, noise_prob: float = 0.0,
-                 weight_decay: float = 0.0, pairs_per_pass: Optional[int] = None,
-                 augmentation: Augmentation = Augmentation(), seed: Optional[int] = None) -> None:
+                 weight_decay: float = 0.0, pairs_per_pass: int | None = None,
+                 augmentation: Augmentation = NO_AUGMENTATION, seed: int | None = None) -> None:
         if not 0.0 <= noise_prob < 1.0:
             raise ValueError(f"noise_prob must be in [0, 1), got {noise_prob}")
         self.predictor = predictor
@@ -91,7 +97,7 @@ class RewardTrainer:
     def n_members(self) -> int:
         return self.predictor.n_members
 
-    def _member_returns(self, frames_a: np.ndarray, frames_b: np.ndarray) -> Tuple[torch.Tensor, torch.Tensor]:
+    def _member_returns(self, frames_a: np.ndarray, frames_b: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
         """Each member's returns ``(M, n)`` of its own pairs: frames ``(M, n, length, ...)``, shifted when training."""
         m, n = frames_a.shape[:2]
         both = np.concatenate([frames_a, frames_b], axis=1).reshape(-1, *frames_a.shape[3:])
@@ -101,7 +107,7 @@ class RewardTrainer:
         returns = segment_returns(self.predictor.net, members_input(x.view(m, -1, *x.shape[1:])), 2 * n)
         return returns[:n].T, returns[n:].T
 
-    def _shared_returns(self, frames_a: np.ndarray, frames_b: np.ndarray) -> Tuple[torch.Tensor, torch.Tensor]:
+    def _shared_returns(self, frames_a: np.ndarray, frames_b: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
         """Every member's returns ``(n, M)`` of the same pairs: frames ``(n, length, ...)``."""
         n = len(frames_a)
         both = np.concatenate([frames_a, frames_b]).reshape(-1, *frames_a.shape[2:])
@@ -112,13 +118,13 @@ class RewardTrainer:
     def _passes(self, n: int) -> Iterator[slice]:
         return (slice(i, i + self.pairs_per_pass) for i in range(0, n, self.pairs_per_pass))
 
-    def _crop(self, frames_a: np.ndarray, frames_b: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    def _crop(self, frames_a: np.ndarray, frames_b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         if self.augmentation.crop_min_length is None:
             return frames_a, frames_b
         return temporal_crop(frames_a, frames_b, self.augmentation.crop_min_length, self.rng)
 
     def train_step(self, frames_a: np.ndarray, frames_b: np.ndarray, labels: np.ndarray,
-                   unlabelled: Optional[Tuple[np.ndarray, np.ndarray]] = None) -> Tuple[float, float]:
+                   unlabelled: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[float, float]:
         """One gradient step; returns (loss, accuracy on this batch), both the members' mean, on the labelled pairs.
 
         ``frames_*`` ``(M, batch, length, *frame_shape)`` and ``labels`` ``(M, batch)``; with
@@ -162,7 +168,7 @@ class RewardTrainer:
         self.pseudo_label_fraction = confident / max(1, frames_a.shape[0] * n)
 
     @torch.inference_mode()
-    def evaluate(self, batches: Iterable[Tuple[np.ndarray, np.ndarray, np.ndarray]]) -> Tuple[float, float]:
+    def evaluate(self, batches: Iterable[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> tuple[float, float]:
         """(loss, accuracy) over all pairs of ``batches`` (frames_a, frames_b, labels), without dropout or gradient.
 
         The loss is the members' mean; the accuracy is the ensemble's, judged on the

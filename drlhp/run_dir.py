@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 import time
-from typing import List
 
 from drlhp.label_journal import journal_files
 from drlhp.pref_db import has_labels
@@ -57,7 +56,7 @@ def refuse_earlier_labels(log_dir: str) -> None:
         "run from its labels in another log_dir, or give this run a new log_dir.")
 
 
-def set_aside_earlier_logs(log_dir: str) -> List[str]:
+def set_aside_earlier_logs(log_dir: str) -> list[str]:
     """Rename an earlier run's CSV logs to ``<name>.<last modified>.csv``; returns the new names."""
     moved = []
     for name in (METRICS_FILENAME, HUMAN_LABELS_FILENAME):

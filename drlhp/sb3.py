@@ -14,8 +14,6 @@ consecutive steps of one episode.
 """
 from __future__ import annotations
 
-from typing import Optional
-
 import numpy as np
 
 try:
@@ -41,7 +39,7 @@ class HumanPreferencesVecEnvWrapper(PipelineFrontEnd, VecEnvWrapper):
     ``drlhp_predicted_reward``.
     """
 
-    def __init__(self, venv: VecEnv, config: Optional[PreferenceConfig] = None, **kwargs) -> None:
+    def __init__(self, venv: VecEnv, config: PreferenceConfig | None = None, **kwargs) -> None:
         VecEnvWrapper.__init__(self, venv)
         self._start_pipeline(venv.observation_space.sample(), venv.num_envs, config, kwargs)
 

@@ -11,7 +11,6 @@ counted: ``step()`` never waits for the other process.
 from __future__ import annotations
 
 import queue
-from typing import Optional
 
 import numpy as np
 
@@ -31,7 +30,7 @@ class SegmentChannel:
         self._shared = ctx.RawArray("B", nbytes)
         self._ready = ctx.Queue(n_slots)
         self._free = ctx.Queue(n_slots)
-        self._slots: Optional[np.ndarray] = None
+        self._slots: np.ndarray | None = None
         self._free_local = list(range(n_slots))
         self._next_id = 0
         self.n_sent = 0
@@ -70,7 +69,7 @@ class SegmentChannel:
         return True
 
     # -- receiver (preference-interface process) ------------------------------
-    def receive(self, timeout: float) -> Optional[Segment]:
+    def receive(self, timeout: float) -> Segment | None:
         """The next segment, or None if none arrives within ``timeout`` seconds."""
         try:
             message = self._ready.get(timeout=timeout) if timeout > 0 else self._ready.get_nowait()

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass
-from typing import Optional
 
 import numpy as np
 
@@ -50,7 +49,7 @@ class PackedSegment:
 
     @classmethod
     def from_packed(cls, seg_id: int, data: bytes, shape: tuple, dtype: np.dtype, rewards: np.ndarray,
-                    episode: int = -1, env_index: int = 0) -> "PackedSegment":
+                    episode: int = -1, env_index: int = 0) -> PackedSegment:
         """A segment from already packed frames (as ``packed_frames`` gave them, e.g. read from a file)."""
         seg = cls.__new__(cls)
         seg.seg_id, seg.rewards, seg.episode, seg.env_index = seg_id, rewards, episode, env_index
@@ -97,7 +96,7 @@ class SegmentBuilder:
         self._n = 0
         self.n_tail_frames_dropped = 0
 
-    def add(self, frame: np.ndarray, reward: float) -> Optional[tuple[np.ndarray, np.ndarray]]:
+    def add(self, frame: np.ndarray, reward: float) -> tuple[np.ndarray, np.ndarray] | None:
         """Add one step. Returns ``(frames, rewards)`` when a segment is complete.
 
         The returned arrays are the builder's own buffers: copy them before the

@@ -13,7 +13,6 @@ import argparse
 import os
 import sys
 from collections import Counter
-from typing import List, Tuple
 
 from drlhp.display import auto_zoom, compose_pair, display_problem, displayable
 from drlhp.frames import infer_frame_spec
@@ -23,7 +22,7 @@ LABEL_NAMES = {1.0: "LEFT better", 0.0: "RIGHT better", 0.5: "equally good"}
 WINDOW = "drlhp: saved preference"
 
 
-def load(path: str) -> List[Tuple[str, PrefDB]]:
+def load(path: str) -> list[tuple[str, PrefDB]]:
     """(name, database) for a file, or the training and validation labels of a log_dir.
 
     A log_dir's labels are its snapshot plus its label journal: a run still going, or one
@@ -35,7 +34,7 @@ def load(path: str) -> List[Tuple[str, PrefDB]]:
     return [(os.path.basename(path), PrefDB.load(path))]
 
 
-def summary(dbs: List[Tuple[str, PrefDB]]) -> str:
+def summary(dbs: list[tuple[str, PrefDB]]) -> str:
     lines = []
     for name, db in dbs:
         counts = Counter(label for _, _, label in db.prefs)
@@ -44,7 +43,7 @@ def summary(dbs: List[Tuple[str, PrefDB]]) -> str:
     return "\n".join(lines)
 
 
-def replay(dbs: List[Tuple[str, PrefDB]], fps: float = 20.0, zoom: int = 0) -> None:
+def replay(dbs: list[tuple[str, PrefDB]], fps: float = 20.0, zoom: int = 0) -> None:
     from drlhp.human_labeller import import_cv2_gui
 
     cv2 = import_cv2_gui()

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import select
-from typing import List, Optional
 
 #: What a person types, and the label it means (P(left clip is better)).
 ANSWERS = {"l": 1.0, "left": 1.0, "r": 0.0, "right": 0.0, "e": 0.5, "equal": 0.5}
@@ -22,7 +21,7 @@ class InvalidAnswer(ValueError):
     pass
 
 
-def parse_answer(text: str) -> Optional[float]:
+def parse_answer(text: str) -> float | None:
     """1.0, 0.0 or 0.5 for L / R / E (any case), None for an empty answer; raises InvalidAnswer otherwise."""
     word = text.strip().lower()
     if word == "":
@@ -32,7 +31,7 @@ def parse_answer(text: str) -> Optional[float]:
     raise InvalidAnswer(word)
 
 
-def terminal_problem(path: str) -> Optional[str]:
+def terminal_problem(path: str) -> str | None:
     """Why ``path`` cannot be used to ask questions, or None."""
     try:
         fd = os.open(path, os.O_RDWR | os.O_NOCTTY)
@@ -62,9 +61,9 @@ class TerminalPrompt:
             pass
         self._partial = b""
 
-    def lines(self, timeout: float) -> List[str]:
+    def lines(self, timeout: float) -> list[str]:
         """Complete lines typed so far (waits up to ``timeout`` s for the first)."""
-        out: List[str] = []
+        out: list[str] = []
         while select.select([self.fd], [], [], timeout)[0]:
             data = os.read(self.fd, 4096)
             if not data:

@@ -24,7 +24,7 @@ import threading
 import time
 import traceback
 from dataclasses import dataclass
-from typing import Callable, Dict, Optional
+from typing import Callable
 
 import numpy as np
 import torch
@@ -39,8 +39,14 @@ from drlhp.normaliser import MIN_STD, RewardNormaliser
 from drlhp.pref_db import PrefBuffer, PrefDBFormatError, has_labels
 from drlhp.reward_predictor import NetConfig, RewardPredictor
 from drlhp.reward_trainer import RewardTrainer, adapted_l2
-from drlhp.run_dir import (METRICS_FILENAME, LogDirHasLabelsError, checkpoint_file, refuse_earlier_labels,
-                           set_aside_earlier_logs, trainer_state_file)
+from drlhp.run_dir import (
+    METRICS_FILENAME,
+    LogDirHasLabelsError,
+    checkpoint_file,
+    refuse_earlier_labels,
+    set_aside_earlier_logs,
+    trainer_state_file,
+)
 from drlhp.segments import PackedSegment
 from drlhp.tensorboard_log import ScalarLog
 
@@ -51,7 +57,8 @@ STARTUP_ERRORS = (LogDirHasLabelsError, PrefDBFormatError, FileNotFoundError, Va
 #: A snapshot is due once this many labels, and as many as the database's older ones, arrived since the last.
 MIN_LABELS_PER_SNAPSHOT = 100
 METRICS_COLUMNS = ("training_step", "wall_time_s", "labels", "labels_asked", "labels_remaining", "n_train_prefs",
-                   "n_val_prefs", "train_loss", "train_accuracy", "val_loss", "val_accuracy", "l2_coefficient", "pairs_per_second")
+                   "n_val_prefs", "train_loss", "train_accuracy", "val_loss", "val_accuracy", "l2_coefficient",
+                   "pairs_per_second")
 
 
 @dataclass(frozen=True)
@@ -63,8 +70,8 @@ class TrainerConfig:
     log_dir: str
     collect_prefs: bool
     train_reward: bool
-    prefs_dir: Optional[str] = None
-    pretrained_ckpt: Optional[str] = None
+    prefs_dir: str | None = None
+    pretrained_ckpt: str | None = None
     max_prefs_in_db: int = 3000
     val_fraction: float = 0.2
     n_initial_prefs: int = 40
@@ -78,13 +85,13 @@ class TrainerConfig:
     reward_scale: float = 0.05
     n_val_pairs: int = 128
     n_normaliser_segments: int = 32
-    torch_threads: Optional[int] = 1
-    seed: Optional[int] = None
+    torch_threads: int | None = 1
+    seed: int | None = None
     autosave_prefs: bool = True
-    autosave_interval: Optional[float] = None  # seconds; None: snapshots only as the journal grows, and at the end
+    autosave_interval: float | None = None  # seconds; None: snapshots only as the journal grows, and at the end
     resume: bool = False
-    tensorboard_log: Optional[str] = None  # a directory for TensorBoard runs (None: none)
-    label_budget: Optional[int] = None  # only reported: the interface keeps to it
+    tensorboard_log: str | None = None  # a directory for TensorBoard runs (None: none)
+    label_budget: int | None = None  # only reported: the interface keeps to it
     augmentation: Augmentation = Augmentation()
 
     @property
@@ -98,9 +105,9 @@ class PrefReceiver(threading.Thread):
     def __init__(self, pref_queue, buffer: PrefBuffer, lock: threading.Lock, stats) -> None:
         super().__init__(name="drlhp-pref-receiver", daemon=True)
         self.pref_queue, self.buffer, self.lock, self.stats = pref_queue, buffer, lock, stats
-        self.live: Dict[int, PackedSegment] = {}
+        self.live: dict[int, PackedSegment] = {}
         self.done = threading.Event()
-        self.error: Optional[str] = None
+        self.error: str | None = None
         self.n_unsaved = 0
 
     def run(self) -> None:
@@ -129,7 +136,8 @@ class RewardTrainingLoop:
     """The trainer process's main thread; ``run()`` returns when asked to stop."""
 
     def __init__(self, config: TrainerConfig, pref_queue, commands, replies, stop_event, stats) -> None:
-        self.config, self.commands, self.replies, self.stop_event, self.stats = config, commands, replies, stop_event, stats
+        self.config, self.commands, self.replies = config, commands, replies
+        self.stop_event, self.stats = stop_event, stats
         self.rng = np.random.default_rng(config.seed)
         self.journaling = config.collect_prefs and config.autosave_prefs
         self.buffer = self._load_labels()
@@ -141,9 +149,9 @@ class RewardTrainingLoop:
             for path in set_aside_earlier_logs(config.log_dir):
                 log.info("a new run in %s: the earlier run's log is now %s", config.log_dir, path)
         self.metrics_path = os.path.join(config.log_dir, METRICS_FILENAME)
-        self.max_steps: Optional[int] = None  # offline training (``drlhp train-reward``) stops here
-        self.on_step: Optional[Callable[[int], None]] = None  # called after each training step
-        self.last_metrics: Optional[dict] = None  # the last row written to the metrics CSV
+        self.max_steps: int | None = None  # offline training (``drlhp train-reward``) stops here
+        self.on_step: Callable[[int], None] | None = None  # called after each training step
+        self.last_metrics: dict | None = None  # the last row written to the metrics CSV
         self.scalars = ScalarLog(config.tensorboard_log) if config.tensorboard_log else None
         self._recent = {"loss": [], "accuracy": []}
         self._pairs_trained = 0
@@ -172,7 +180,7 @@ class RewardTrainingLoop:
         self.stats.labels_in_snapshot.value = self.stats.run_labels.value = buffer.n_received
         return buffer
 
-    def _check_clips(self, buffer: PrefBuffer, source: Optional[str]) -> None:
+    def _check_clips(self, buffer: PrefBuffer, source: str | None) -> None:
         segments = {**buffer.train_db.segments, **buffer.val_db.segments}
         if not segments:
             return
@@ -414,7 +422,7 @@ class RewardTrainingLoop:
                  row["n_train_prefs"], row["n_val_prefs"], row["l2_coefficient"], row["pairs_per_second"])
 
 
-def _same_dir(a: Optional[str], b: str) -> bool:
+def _same_dir(a: str | None, b: str) -> bool:
     return a is not None and os.path.realpath(a) == os.path.realpath(b)
 
 

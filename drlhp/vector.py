@@ -13,8 +13,6 @@ followed apart, in any of gymnasium's autoreset modes:
 """
 from __future__ import annotations
 
-from typing import Optional
-
 import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
 
@@ -37,7 +35,7 @@ class HumanPreferencesVectorWrapper(PipelineFrontEnd, VectorWrapper):
     ``_``-prefixed masks.
     """
 
-    def __init__(self, env: VectorEnv, config: Optional[PreferenceConfig] = None, **kwargs) -> None:
+    def __init__(self, env: VectorEnv, config: PreferenceConfig | None = None, **kwargs) -> None:
         VectorWrapper.__init__(self, env)
         self._autoreset_mode = AutoresetMode(env.metadata.get("autoreset_mode", AutoresetMode.NEXT_STEP))
         # NEXT_STEP mode: which sub-envs' next step is an autoreset rather than a transition.
@@ -45,7 +43,7 @@ class HumanPreferencesVectorWrapper(PipelineFrontEnd, VectorWrapper):
         self._all = np.ones(env.num_envs, dtype=bool)
         self._start_pipeline(env.single_observation_space.sample(), env.num_envs, config, kwargs)
 
-    def reset(self, *, seed: Optional[int] = None, options: Optional[dict] = None):
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
         self.pipeline.check_workers()
         mask = (options or {}).get("reset_mask")
         for i in range(self.num_envs):

@@ -12,7 +12,7 @@ import io
 import math
 import threading
 from collections import OrderedDict
-from typing import List, Optional, Sequence, Tuple
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -56,9 +56,9 @@ class ClipImages:
     def __init__(self, spec: FrameSpec) -> None:
         self.spec = spec
         self._lock = threading.Lock()
-        self._cache: "OrderedDict[int, bytes]" = OrderedDict()
-        self._episode: Tuple[int, List[np.ndarray]] = (0, [])
-        self._episode_png: Optional[Tuple[int, bytes]] = None
+        self._cache: OrderedDict[int, bytes] = OrderedDict()
+        self._episode: tuple[int, list[np.ndarray]] = (0, [])
+        self._episode_png: tuple[int, bytes] | None = None
 
     def clip_png(self, seg_id: int, frames: Sequence[np.ndarray]) -> bytes:
         with self._lock:
@@ -73,17 +73,17 @@ class ClipImages:
                 self._cache.popitem(last=False)
         return png
 
-    def set_episode(self, frames: List[np.ndarray]) -> None:
+    def set_episode(self, frames: list[np.ndarray]) -> None:
         """The agent's last full episode (called for each one; encoded only when asked for)."""
         with self._lock:
             self._episode = (self._episode[0] + 1, frames)
 
-    def episode(self) -> Tuple[int, int]:
+    def episode(self) -> tuple[int, int]:
         """The last episode's id (0: none yet) and its number of frames."""
         with self._lock:
             return self._episode[0], len(self._episode[1])
 
-    def episode_png(self, episode_id: int) -> Optional[bytes]:
+    def episode_png(self, episode_id: int) -> bytes | None:
         """That episode's sheet, or None if a newer one replaced it."""
         with self._lock:
             current, frames = self._episode

@@ -10,7 +10,6 @@ a browser" for reaching the page from a laptop (ssh -L).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import List, Optional
 
 import numpy as np
 
@@ -33,11 +32,11 @@ class WebConfig:
     token: str
     host: str = "127.0.0.1"
     port: int = 8765  # 0: any free port
-    zoom: Optional[int] = None  # None: about 336 px per clip
+    zoom: int | None = None  # None: about 336 px per clip
     fps: float = 20.0
     pair_timeout: float = 120.0  # seconds before a pair handed out and not answered goes to someone else
-    budget: Optional[int] = None  # the run's label budget, to show what is left of it
-    log_path: Optional[str] = None  # CSV of answers: who, how long
+    budget: int | None = None  # the run's label budget, to show what is left of it
+    log_path: str | None = None  # CSV of answers: who, how long
 
 
 class WebLabeller:
@@ -66,7 +65,7 @@ class WebLabeller:
         """The run's labels so far (resumed ones too) and pairs asked: what the page shows."""
         self._total, self._asked = run_labels, asked
 
-    def label(self, a: Segment, b: Segment) -> Optional[float]:
+    def label(self, a: Segment, b: Segment) -> float | None:
         raise TypeError("the web labeller takes pairs with offer() and gives answers with take_answers()")
 
     def offer(self, a: Segment, b: Segment) -> None:
@@ -75,7 +74,7 @@ class WebLabeller:
     def wants_pairs(self) -> bool:
         return self.pool.wants_pairs()
 
-    def take_answers(self) -> List[Answer]:
+    def take_answers(self) -> list[Answer]:
         return self.pool.take_answers()
 
     def acknowledge(self, answer: Answer) -> None:
@@ -86,7 +85,7 @@ class WebLabeller:
             append_csv_row(self.config.log_path, LOG_COLUMNS, dict(zip(LOG_COLUMNS, values)))
         answer.done.set_result(True)
 
-    def show_episode(self, frames: List[np.ndarray]) -> None:
+    def show_episode(self, frames: list[np.ndarray]) -> None:
         self.clips.set_episode(frames)
 
     def close(self) -> None:

@@ -13,7 +13,7 @@ import time
 from collections import OrderedDict, deque
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Callable
 
 from drlhp.segments import Segment
 
@@ -30,7 +30,7 @@ class OutPair:
     pair_id: int
     a: Segment
     b: Segment
-    holder: Optional[str] = None  # who it is handed to now
+    holder: str | None = None  # who it is handed to now
     handed_at: float = 0.0  # when, by the pool's clock
 
 
@@ -40,9 +40,9 @@ class Answer:
 
     a: Segment
     b: Segment
-    label: Optional[float]  # None: "can't tell" (nothing is recorded)
+    label: float | None  # None: "can't tell" (nothing is recorded)
     labeller: str
-    seconds: Optional[float]  # from handing the pair to this labeller to the answer (None: it was not theirs)
+    seconds: float | None  # from handing the pair to this labeller to the answer (None: it was not theirs)
     pair_id: int
     done: Future = field(default_factory=Future)  # set once the label is journaled (or the pair skipped)
 
@@ -61,12 +61,12 @@ class PairPool:
         self.timeout, self.clock = timeout, clock
         self._lock = threading.Lock()
         self._next_id = 1  # people see these numbers
-        self._out: "OrderedDict[int, OutPair]" = OrderedDict()  # offered, unanswered; oldest first
-        self._answered: Dict[int, Answer] = {}
-        self._answered_order: "deque[int]" = deque()
-        self._new_answers: List[Answer] = []
-        self._last_seen: Dict[str, float] = {}
-        self._counts: Dict[str, int] = {}
+        self._out: OrderedDict[int, OutPair] = OrderedDict()  # offered, unanswered; oldest first
+        self._answered: dict[int, Answer] = {}
+        self._answered_order: deque[int] = deque()
+        self._new_answers: list[Answer] = []
+        self._last_seen: dict[str, float] = {}
+        self._counts: dict[str, int] = {}
 
     def offer(self, a: Segment, b: Segment) -> int:
         with self._lock:
@@ -82,7 +82,7 @@ class PairPool:
             free = sum(self._is_free(p, now) for p in self._out.values())
             return free < active + 1
 
-    def next_for(self, name: str) -> Optional[OutPair]:
+    def next_for(self, name: str) -> OutPair | None:
         """The pair ``name`` should answer now: the one they hold, or a free one handed to them; None if none."""
         with self._lock:
             now = self.clock()
@@ -96,7 +96,7 @@ class PairPool:
                     return pair
         return None
 
-    def answer(self, pair_id: int, label: Optional[float], name: str) -> Tuple[str, Optional[Answer]]:
+    def answer(self, pair_id: int, label: float | None, name: str) -> tuple[str, Answer | None]:
         """Take ``name``'s answer: ``("new", answer)``, ``("duplicate", first answer)`` or ``("unknown", None)``.
 
         A pair that was never handed out is unknown: answers are to pairs a labeller was shown.
@@ -120,7 +120,7 @@ class PairPool:
             self._last_seen[name] = self.clock()
         return "new", answer
 
-    def take_answers(self) -> List[Answer]:
+    def take_answers(self) -> list[Answer]:
         """Answers since the last call, oldest first, for the interface to record."""
         with self._lock:
             answers, self._new_answers = self._new_answers, []
@@ -131,7 +131,7 @@ class PairPool:
         with self._lock:
             return self._counts.get(name, 0)
 
-    def clip(self, seg_id: int) -> Optional[Segment]:
+    def clip(self, seg_id: int) -> Segment | None:
         """The clip of that id if a pair out with the labellers shows it (only those are served), else None."""
         with self._lock:
             for p in self._out.values():

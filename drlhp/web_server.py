@@ -21,7 +21,7 @@ import os
 import re
 import threading
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Callable
 
 from aiohttp import web
 
@@ -121,7 +121,7 @@ class LabellingServer:
         try:
             body = await request.json()
         except ValueError:
-            raise web.HTTPBadRequest(text="the body is not valid JSON")
+            raise web.HTTPBadRequest(text="the body is not valid JSON") from None
         if not isinstance(body, dict) or set(body) != {"pair", "label", "name"}:
             raise web.HTTPBadRequest(text='expected {"pair": <id>, "label": "L"|"R"|"E"|"skip", "name": <your name>}')
         pair_id, label, name = body["pair"], body["label"], _checked_name(body["name"])
@@ -135,14 +135,15 @@ class LabellingServer:
         try:
             await asyncio.wait_for(asyncio.wrap_future(answer.done), ACK_TIMEOUT)
         except (asyncio.TimeoutError, RuntimeError) as e:
-            raise web.HTTPServiceUnavailable(text=f"the answer was not recorded ({e or 'timeout'}); send it again")
+            raise web.HTTPServiceUnavailable(
+                text=f"the answer was not recorded ({e or 'timeout'}); send it again") from None
         if status == "duplicate" and (answer.labeller != name or answer.label != LABELS[label]):
             raise web.HTTPConflict(text=f"pair {pair_id} was already answered")
         reply = self._pair_json(self.pool.next_for(name), name)
         reply["duplicate"] = status == "duplicate"
         return web.json_response(reply)
 
-    def _pair_json(self, pair: Optional[OutPair], name: str) -> dict:
+    def _pair_json(self, pair: OutPair | None, name: str) -> dict:
         s, progress = self.settings, self.progress()
         out = {"pair": None, "mine": self.pool.count(name), "total": progress["total"],
                "remaining": progress["remaining"], "fps": s.fps, "zoom": s.zoom, "h": s.frame_h, "w": s.frame_w}

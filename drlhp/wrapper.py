@@ -1,8 +1,6 @@
 """``HumanPreferencesEnvWrapper``: Deep RL from Human Preferences as a gymnasium wrapper."""
 from __future__ import annotations
 
-from typing import Optional
-
 import gymnasium
 
 from drlhp.config import PreferenceConfig
@@ -27,12 +25,12 @@ class HumanPreferencesEnvWrapper(PipelineFrontEnd, gymnasium.Wrapper, gymnasium.
     one pipeline then serves them all.
     """
 
-    def __init__(self, env: gymnasium.Env, config: Optional[PreferenceConfig] = None, **kwargs) -> None:
+    def __init__(self, env: gymnasium.Env, config: PreferenceConfig | None = None, **kwargs) -> None:
         gymnasium.utils.RecordConstructorArgs.__init__(self, config=config, **kwargs)
         gymnasium.Wrapper.__init__(self, env)
         self._start_pipeline(env.observation_space.sample(), 1, config, kwargs)
 
-    def reset(self, *, seed: Optional[int] = None, options: Optional[dict] = None):
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
         self.pipeline.check_workers()
         self.pipeline.end_episode(0)
         return self.env.reset(seed=seed, options=options)

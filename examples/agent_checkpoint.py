@@ -8,7 +8,6 @@ cloudpickle): the file is a ``torch.save`` of plain tensors, numbers and strings
 from __future__ import annotations
 
 import os
-from typing import Optional
 
 import torch
 from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
@@ -50,7 +49,7 @@ def save_agent(agent: OnPolicyAlgorithm, path: str, total_timesteps: int, settin
         torch.save(state, f)
 
 
-def load_agent_state(path: str, settings: Optional[dict] = None) -> dict:
+def load_agent_state(path: str, settings: dict | None = None) -> dict:
     """Read the checkpoint at ``path`` without running any code from it; check it fits ``settings``.
 
     Raises :class:`AgentCheckpointError` if the file is not an agent checkpoint or is one for other settings.

@@ -17,15 +17,15 @@ import sys
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import Callable
 
 import numpy as np
 import torch
+from agent_checkpoint import AgentCheckpointError, agent_checkpoint_path, load_agent_state, restore_agent, save_agent
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import VecEnv
 
-from agent_checkpoint import AgentCheckpointError, agent_checkpoint_path, load_agent_state, restore_agent, save_agent
 from drlhp.config import PreferenceConfig
 from drlhp.learning_curve import LearningCurveWriter, learning_curve_path, next_session
 from drlhp.sb3 import HumanPreferencesLogger, HumanPreferencesVecEnvWrapper
@@ -186,7 +186,7 @@ class Session:
     run: str  # "drlhp" or "true_reward"
     number: int  # 0 for a new run, +1 per resume (the learning curve's ``session`` column)
     settings: dict  # what a later resume must share with this one's agent checkpoint
-    agent_state: Optional[dict]  # the agent checkpoint to go on from; None: the agent starts afresh
+    agent_state: dict | None  # the agent checkpoint to go on from; None: the agent starts afresh
     started: float = field(default_factory=time.monotonic)
 
     @property
@@ -203,7 +203,7 @@ class Session:
         return earlier + time.monotonic() - self.started
 
 
-def start_session(args: Args, env_id: str) -> Optional[Session]:
+def start_session(args: Args, env_id: str) -> Session | None:
     """Check ``args.log_dir`` fits the command, load the agent checkpoint when resuming, say what happens
     and how to go on after a kill; None if a resumed run has nothing left to do."""
     run = "true_reward" if args.true_reward else "drlhp"
@@ -250,7 +250,7 @@ def resume_command(log_dir: str) -> str:
     return shlex.join(["python", sys.argv[0], *kept, "--resume", "--log-dir", log_dir])
 
 
-def learn(agent: BaseAlgorithm, args: Args, session: Session, wrapped: Optional[HumanPreferencesVecEnvWrapper] = None,
+def learn(agent: BaseAlgorithm, args: Args, session: Session, wrapped: HumanPreferencesVecEnvWrapper | None = None,
           extra_callbacks: tuple = ()) -> TrueReturnLogger:
     """Train ``agent`` up to ``args.total_timesteps`` agent steps, from the session's agent checkpoint if any,
     saving it and writing the learning curve as it goes; returns the progress printer (recent returns)."""

@@ -17,12 +17,12 @@ and the predictor keeps training. It prints the *true* episode return as it lear
 The run's log_dir (printed at the start, with the command that resumes it) gets the agent every
 ``--save-every`` agent steps and at the end, and ``learning_curve.csv``: a row per finished episode.
 """
+from common import parse_args, train_from_preferences
 from stable_baselines3 import PPO
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import VecEnv
 
 import drlhp  # noqa: F401  (registers drlhp/MovingDot-v0)
-from common import parse_args, train_from_preferences
 
 ENV_ID = "drlhp/MovingDot-v0"
 

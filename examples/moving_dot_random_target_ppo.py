@@ -15,6 +15,7 @@ PPO learns from the predicted reward while pairs keep being labelled (1,000 in a
     python examples/moving_dot_random_target_ppo.py --true-reward    # baseline: PPO on the env's reward
 """
 import torch
+from common import parse_args, train_from_preferences
 from gymnasium import spaces
 from stable_baselines3 import PPO
 from stable_baselines3.common.env_util import make_vec_env
@@ -23,7 +24,6 @@ from stable_baselines3.common.vec_env import VecEnv
 from torch import nn
 
 import drlhp  # noqa: F401  (registers drlhp/MovingDotRandomTarget-v0)
-from common import parse_args, train_from_preferences
 from drlhp.layers import SpatialSoftmax
 
 ENV_ID = "drlhp/MovingDotRandomTarget-v0"

@@ -18,11 +18,10 @@ end; ``--resume`` goes on from there. ``learning_curve.csv`` there has a row per
 """
 import ale_py
 import gymnasium
+from common import parse_args, train_from_preferences
 from stable_baselines3 import PPO
 from stable_baselines3.common.env_util import make_atari_env
 from stable_baselines3.common.vec_env import VecEnv, VecFrameStack
-
-from common import parse_args, train_from_preferences
 
 ENV_ID = "PongNoFrameskip-v4"
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import multiprocessing
 import time
-from typing import Callable, Optional, Tuple
+from typing import Callable
 
 import gymnasium
 import numpy as np
@@ -20,8 +20,8 @@ class FakePixelEnv(gymnasium.Env):
 
     metadata = {"render_modes": []}
 
-    def __init__(self, shape: Tuple[int, ...] = (12, 12, 1), dtype=np.uint8, episode_length: int = 1000,
-                 truncate: bool = False, reward_fn: Optional[Callable[[int], float]] = None) -> None:
+    def __init__(self, shape: tuple[int, ...] = (12, 12, 1), dtype=np.uint8, episode_length: int = 1000,
+                 truncate: bool = False, reward_fn: Callable[[int], float] | None = None) -> None:
         high = 255 if np.issubdtype(dtype, np.integer) else 1.0
         self.observation_space = spaces.Box(0, high, shape, dtype)
         self.action_space = spaces.Discrete(2)

@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 import torch
-
 from conftest import FAST, FakePixelEnv, step_until
+
 from drlhp import HumanPreferencesEnvWrapper
 from drlhp.augment import random_shift, temporal_crop
 from drlhp.frames import frames_to_net_input, infer_frame_spec

@@ -14,8 +14,15 @@ ray = pytest.importorskip("ray")
 psutil = pytest.importorskip("psutil")
 
 from conftest import FAST, StampedEnv, gone, wait_for  # noqa: E402
-from drlhp.cluster import (ClusterPreferenceVectorWrapper, ClusterPreferenceWrapper, PackedClip,  # noqa: E402
-                           PreferenceService, PreferenceServiceDied, RateCap)
+
+from drlhp.cluster import (  # noqa: E402
+    ClusterPreferenceVectorWrapper,
+    ClusterPreferenceWrapper,
+    PackedClip,
+    PreferenceService,
+    PreferenceServiceDied,
+    RateCap,
+)
 from drlhp.envs.moving_dot import MovingDotEnv  # noqa: E402
 from drlhp.frontend import PREDICTED_REWARD_KEY, TRUE_REWARD_KEY  # noqa: E402
 from drlhp.pref_db import PrefBuffer  # noqa: E402
@@ -48,7 +55,7 @@ def cluster():
     assert wait_for(lambda: all(gone(p.pid) for p in left), timeout=30), f"unkillable: {left}"
     not_rays = {p.pid: cmd for p, cmd in left.items() if cmd and not _is_rays(cmd)}
     assert not not_rays, f"left behind after ray.shutdown(): {not_rays}"
-    warnings.warn(f"Ray's own processes outlived ray.shutdown() by 60 s; killed: {list(left.values())}")
+    warnings.warn(f"Ray's own processes outlived ray.shutdown() by 60 s; killed: {list(left.values())}", stacklevel=2)
 
 
 def _command_line(process) -> str:

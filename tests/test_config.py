@@ -1,7 +1,7 @@
 """PreferenceConfig: one set of settings for every front-end, checked once."""
 import pytest
-
 from conftest import FAST, FakePixelEnv
+
 from drlhp import HumanPreferencesEnvWrapper, PreferenceConfig
 
 

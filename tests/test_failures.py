@@ -7,8 +7,8 @@ import textwrap
 import time
 
 import pytest
-
 from conftest import FAST, FakePixelEnv, step_until, wait_for
+
 from drlhp import HumanPreferencesEnvWrapper, PrefDB, PrefDBFormatError, WorkerError
 
 
@@ -181,6 +181,7 @@ def test_a_stop_flag_can_be_set_after_a_process_polling_it_was_sigkilled():
     # the Event's lock, and set() (what close() calls) then waits forever.
     import multiprocessing
     import threading
+
     from drlhp.processes import StopFlag
 
     ctx = multiprocessing.get_context("spawn")

@@ -11,11 +11,11 @@ import uuid
 
 import numpy as np
 import pytest
-
 from conftest import FakePixelEnv, wait_for
+from scripts.virtual_desktop import missing_tools, virtual_desktop, wait_for_text
+
 from drlhp import HumanPreferencesEnvWrapper, PrefDB
 from drlhp.display import BORDER_PX, CAPTION_PX, PROGRESS_PX
-from scripts.virtual_desktop import missing_tools, virtual_desktop, wait_for_text
 
 SCRIPT = os.path.join(os.path.dirname(__file__), "scripts", "human_session.py")
 

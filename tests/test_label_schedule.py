@@ -2,8 +2,8 @@ import math
 from typing import Callable
 
 import pytest
-
 from conftest import FAST, FakePixelEnv, step_until, wait_for
+
 from drlhp import HumanPreferencesEnvWrapper
 from drlhp.label_schedule import LabelSchedule
 

@@ -3,8 +3,8 @@ import os
 import signal
 
 import pytest
-
 from conftest import FAST, FakePixelEnv, step_until
+
 from drlhp import HumanPreferencesEnvWrapper, LogDirInUseError, PrefDB
 from drlhp.log_dir_lock import LOCK_FILENAME, LogDirLock
 
@@ -12,7 +12,8 @@ from drlhp.log_dir_lock import LOCK_FILENAME, LogDirLock
 def test_a_second_run_on_the_same_log_dir_is_refused_and_the_first_goes_on(tmp_path):
     with HumanPreferencesEnvWrapper(FakePixelEnv(), log_dir=str(tmp_path), train_reward=False, **FAST) as first:
         step_until(first, lambda: first.stats()["prefs_received"] >= 5)
-        with pytest.raises(LogDirInUseError, match=rf"'{tmp_path}' is in use .*program pid {os.getpid()}.*own log_dir="):
+        in_use = rf"'{tmp_path}' is in use .*program pid {os.getpid()}.*own log_dir="
+        with pytest.raises(LogDirInUseError, match=in_use):
             HumanPreferencesEnvWrapper(FakePixelEnv(), log_dir=str(tmp_path), **FAST)
         step_until(first, lambda: first.stats()["prefs_received"] >= 10)
         saved = len(PrefDB.load(first.save_prefs()[0]))

@@ -13,8 +13,8 @@ from collections import Counter
 
 import numpy as np
 import pytest
-
 from conftest import FAST, FakePixelEnv, gone, step_until, wait_for
+
 from drlhp import HumanPreferencesEnvWrapper, LogDirHasLabelsError, PrefBuffer, WorkerError
 from drlhp.label_journal import journal_files, read_journal
 

@@ -7,8 +7,15 @@ import torch
 
 from drlhp.frames import frames_to_net_input, infer_frame_spec
 from drlhp.normaliser import MIN_STD, RewardNormaliser
-from drlhp.reward_predictor import (ARCHS, MemberLinear, NetConfig, RewardPredictor, build_reward_net,
-                                    preference_accuracy, preference_loss)
+from drlhp.reward_predictor import (
+    ARCHS,
+    MemberLinear,
+    NetConfig,
+    RewardPredictor,
+    build_reward_net,
+    preference_accuracy,
+    preference_loss,
+)
 from drlhp.reward_trainer import RewardTrainer
 
 t = torch.tensor

@@ -1,8 +1,8 @@
 import multiprocessing
 
 import numpy as np
-
 from conftest import wait_for
+
 from drlhp.frames import infer_frame_spec
 from drlhp.segment_channel import SegmentChannel
 from drlhp.segments import EpisodeClips, SegmentBuilder

@@ -4,12 +4,12 @@ import glob
 import gymnasium
 import numpy as np
 import pytest
+from conftest import FAST, FakePixelEnv, step_until
 from stable_baselines3 import PPO
 from stable_baselines3.common.env_util import make_vec_env
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 import drlhp  # noqa: F401  (registers drlhp/MovingDot-v0)
-from conftest import FAST, FakePixelEnv, step_until
 from drlhp import HumanPreferencesEnvWrapper
 from drlhp.sb3 import HumanPreferencesLogger, HumanPreferencesVecEnvWrapper
 

@@ -8,12 +8,18 @@ from functools import partial
 import gymnasium
 import numpy as np
 import pytest
+from conftest import FAST, StampedEnv
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
-from conftest import FAST, StampedEnv
-from drlhp import (PREDICTED_REWARD_KEY, TRUE_REWARD_KEY, HumanPreferencesVectorWrapper, PrefDB, RewardPredictor,
-                   WorkerError)
+from drlhp import (
+    PREDICTED_REWARD_KEY,
+    TRUE_REWARD_KEY,
+    HumanPreferencesVectorWrapper,
+    PrefDB,
+    RewardPredictor,
+    WorkerError,
+)
 from drlhp.frames import infer_frame_spec
 from drlhp.normaliser import RewardNormaliser
 from drlhp.reward_predictor import NetConfig

@@ -19,6 +19,7 @@ pytest.importorskip("aiohttp")
 pytest.importorskip("PIL")
 
 from conftest import FakePixelEnv, gone, wait_for  # noqa: E402
+
 from drlhp import HumanPreferencesEnvWrapper  # noqa: E402
 from drlhp.frames import infer_frame_spec  # noqa: E402
 from drlhp.pref_db import PrefBuffer  # noqa: E402

@@ -5,9 +5,9 @@ import os
 import gymnasium
 import numpy as np
 import pytest
+from conftest import FAST, FakePixelEnv, step_until, wait_for
 from gymnasium.utils.env_checker import check_env
 
-from conftest import FAST, FakePixelEnv, step_until, wait_for
 from drlhp import PREDICTED_REWARD_KEY, TRUE_REWARD_KEY, HumanPreferencesEnvWrapper, PrefDB, RewardPredictor
 from drlhp.offline import train_reward
 from drlhp.pref_db import PrefBuffer

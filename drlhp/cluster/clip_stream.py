@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 import zlib
 from dataclasses import dataclass
-from typing import Callable, Tuple
+from typing import Callable
 
 import numpy as np
 
@@ -47,14 +47,14 @@ class PackedClip:
     """
 
     frames: bytes
-    shape: Tuple[int, ...]
+    shape: tuple[int, ...]
     dtype: str
     rewards: np.ndarray
     source: int
     episode: int
 
     @classmethod
-    def pack(cls, frames: np.ndarray, rewards: np.ndarray, source: int, episode: int) -> "PackedClip":
+    def pack(cls, frames: np.ndarray, rewards: np.ndarray, source: int, episode: int) -> PackedClip:
         frames = np.ascontiguousarray(frames)
         return cls(zlib.compress(memoryview(frames).cast("B"), 1), tuple(frames.shape), frames.dtype.str,
                    np.array(rewards, dtype=np.float64), source, episode)

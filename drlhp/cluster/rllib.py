@@ -14,7 +14,7 @@ Why relabel in the runners rather than on the learner: see the README's "Scaling
 from __future__ import annotations
 
 import time
-from typing import Callable, Optional
+from typing import Callable
 
 import gymnasium
 
@@ -94,7 +94,7 @@ def _runner_pipeline(env_runner) -> RunnerPipeline:
     return env.pipeline
 
 
-def sample_until_reward_predictor_ready(algo, service: PreferenceService, timeout: Optional[float] = None,
+def sample_until_reward_predictor_ready(algo, service: PreferenceService, timeout: float | None = None,
                                         steps_per_round: int = 100) -> int:
     """The paper's pre-training: the env runners play (the untrained policy, not learning) until the
     service has its first ``n_initial_prefs`` labels; then, without stepping, this waits until the

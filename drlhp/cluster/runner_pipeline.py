@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import secrets
 import time
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import torch
@@ -66,13 +66,13 @@ class RunnerPipeline:
         self._next_flush = self._next_weights_poll = 0.0
         self._weights_call = self._weights_fetch = None
         self._weights_version = 0
-        self.predictor: Optional[RewardPredictor] = None
+        self.predictor: RewardPredictor | None = None
         self._closed = False
         self.counts = {"clips_cut": 0, "clips_sent": 0, "clips_over_share": 0, "clips_dropped_backlog": 0}
 
     # -- the per-step path (PreferencePipeline's interface) --------------------------------
-    def step(self, frames: np.ndarray, true_rewards: Sequence[float], recorded: Optional[Sequence[bool]] = None,
-             episode_ends: Optional[Sequence[bool]] = None) -> np.ndarray:
+    def step(self, frames: np.ndarray, true_rewards: Sequence[float], recorded: Sequence[bool] | None = None,
+             episode_ends: Sequence[bool] | None = None) -> np.ndarray:
         self._unreported_steps += self.n_envs if recorded is None else sum(recorded)
         for env_index, episode, clip_frames, clip_rewards in self._clips.add(frames, true_rewards, recorded,
                                                                              episode_ends):

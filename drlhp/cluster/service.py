@@ -19,7 +19,7 @@ import logging
 import os
 import secrets
 import sys
-from typing import Any, List, Optional, Tuple
+from typing import Any
 
 import torch
 
@@ -51,7 +51,7 @@ def _reporting_failures(method):
     """A worker's failure, once seen by any call (a runner's, say), is raised to every later caller
     (the driver's): the pipeline reports each failure only once."""
     @functools.wraps(method)
-    def reporting(self: "ServiceActor", *args):
+    def reporting(self: ServiceActor, *args):
         if self.failure is not None:
             raise self.failure
         try:
@@ -77,9 +77,9 @@ class ServiceActor:
         self._cap = RateCap(clips_per_second, burst=clips_per_second)
         self.counts = {"clips_received": 0, "clips_over_cap": 0, "clips_dropped_busy": 0, "clips_rejected": 0,
                        "clip_bytes_received": 0, "runner_env_steps": 0, "weights_version": 0}
-        self._weights: Optional[Any] = None  # ObjectRef of the newest predictor's bytes
+        self._weights: Any | None = None  # ObjectRef of the newest predictor's bytes
         self._published = None  # the predictor those bytes are of
-        self.failure: Optional[WorkerError] = None
+        self.failure: WorkerError | None = None
 
     def ready(self) -> dict:
         import ray
@@ -95,7 +95,7 @@ class ServiceActor:
         return {"config": self.config, "frame_spec": self.frame_spec, "clips_per_second": self.clips_per_second}
 
     @_reporting_failures
-    def add_clips(self, clips: List[PackedClip], env_steps: int) -> None:
+    def add_clips(self, clips: list[PackedClip], env_steps: int) -> None:
         """A runner's clips since its last call, and the steps its envs took meanwhile."""
         self.pipeline.count_env_steps(env_steps)
         self.counts["runner_env_steps"] += env_steps
@@ -113,7 +113,7 @@ class ServiceActor:
                 self.counts["clips_dropped_busy"] += 1
 
     @_reporting_failures
-    def weights_after(self, version: int) -> Optional[Tuple[int, list]]:
+    def weights_after(self, version: int) -> tuple[int, list] | None:
         """``(version, [ref])`` of the newest ready predictor if newer than ``version``, else None.
 
         The ref is in a list so that Ray hands the caller the reference, not the bytes: the
@@ -134,7 +134,7 @@ class ServiceActor:
             self.counts["weights_version"] += 1
 
     @_reporting_failures
-    def wait_for_reward_predictor(self, timeout: Optional[float]) -> None:
+    def wait_for_reward_predictor(self, timeout: float | None) -> None:
         self.pipeline.wait_for_reward_predictor(timeout)
         self._publish_weights()
 
@@ -151,7 +151,7 @@ class ServiceActor:
     def save_prefs(self) -> list:
         return self.pipeline.save_prefs()
 
-    def close(self) -> Optional[str]:
+    def close(self) -> str | None:
         """Stop the pipeline; returns the failure of a worker, if one failed (None otherwise)."""
         try:
             self.pipeline.close()
@@ -181,9 +181,9 @@ class PreferenceService:
     the trainer saving its labels first.
     """
 
-    def __init__(self, observation_space, config: Optional[PreferenceConfig] = None, *,
-                 clips_per_second: float = 10.0, name: Optional[str] = None,
-                 actor_options: Optional[dict] = None, **kwargs) -> None:
+    def __init__(self, observation_space, config: PreferenceConfig | None = None, *,
+                 clips_per_second: float = 10.0, name: str | None = None,
+                 actor_options: dict | None = None, **kwargs) -> None:
         ray = import_ray()
         if not ray.is_initialized():
             raise RuntimeError("Start or join a Ray cluster first: ray.init() (local) or ray.init(address=...)")
@@ -229,12 +229,12 @@ class PreferenceService:
             self._closed = True
             raise
         self.node_ip, self.log_dir = info["node_ip"], info["log_dir"]
-        self.labelling_url: Optional[str] = info["labelling_url"]
+        self.labelling_url: str | None = info["labelling_url"]
         if self.labelling_url:
             print(f"drlhp: label at {self.labelling_url}", file=sys.stderr, flush=True)
 
     @classmethod
-    def attach(cls, name: str) -> "PreferenceService":
+    def attach(cls, name: str) -> PreferenceService:
         """A handle on the running service ``name`` (e.g. in a callback); its ``close()`` leaves the service be."""
         self = cls.__new__(cls)
         self.name, self._actor, self._closed, self._owner = name, service_actor(name), False, False
@@ -244,7 +244,7 @@ class PreferenceService:
         self.config = self._get(self._actor.get_config.remote())
         return self
 
-    def _get(self, ref, timeout: Optional[float] = 60.0) -> Any:
+    def _get(self, ref, timeout: float | None = 60.0) -> Any:
         """``ray.get`` with the actor's failures as drlhp's errors."""
         import ray
 
@@ -283,7 +283,7 @@ class PreferenceService:
         bytes received, runner env steps, weights version)."""
         return self._get(self._actor.stats.remote())
 
-    def wait_for_reward_predictor(self, timeout: Optional[float] = None) -> None:
+    def wait_for_reward_predictor(self, timeout: float | None = None) -> None:
         """Block until the service's reward predictor is ready (see ``PreferencePipeline``'s method of that name)."""
         self._get(self._actor.wait_for_reward_predictor.remote(timeout), timeout=None)
 
@@ -313,7 +313,7 @@ class PreferenceService:
         if failure is not None and not self._failure_reported:
             raise WorkerError(f"{failure} (in drlhp's preference service {self.name} on {self._where()})")
 
-    def __enter__(self) -> "PreferenceService":
+    def __enter__(self) -> PreferenceService:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -11,8 +11,6 @@ network. Episodes last exactly ``episode_length`` steps (then ``truncated``).
 """
 from __future__ import annotations
 
-from typing import Optional
-
 import gymnasium
 import numpy as np
 from gymnasium import spaces
@@ -24,7 +22,7 @@ class MovingDotEnv(gymnasium.Env):
     metadata = {"render_modes": ["rgb_array"], "render_fps": 15}
 
     def __init__(self, size: int = 64, grid: int = 8, episode_length: int = 50,
-                 random_target: bool = False, render_mode: Optional[str] = None) -> None:
+                 random_target: bool = False, render_mode: str | None = None) -> None:
         if size % grid:
             raise ValueError(f"size ({size}) must be a multiple of grid ({grid})")
         self.size, self.grid, self.episode_length = size, grid, episode_length
@@ -37,7 +35,7 @@ class MovingDotEnv(gymnasium.Env):
         self._target = np.zeros(2, dtype=np.int64)
         self._t = 0
 
-    def reset(self, *, seed: Optional[int] = None, options: Optional[dict] = None):
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
         self._dot = self.np_random.integers(0, self.grid, 2)
         self._target = self.np_random.integers(0, self.grid, 2) if self.random_target else np.full(2, self.grid // 2)

@@ -7,9 +7,9 @@ import os
 import sys
 
 import ray
+from human_session import SETTINGS, make_env, play_until
 
 from drlhp.cluster import ClusterPreferenceWrapper, PreferenceService
-from human_session import SETTINGS, make_env, play_until
 
 
 @ray.remote

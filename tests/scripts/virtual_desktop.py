@@ -7,7 +7,8 @@ import shutil
 import subprocess
 import time
 import uuid
-from typing import Callable, Iterator, Tuple
+from collections.abc import Iterator
+from typing import Callable
 
 TOOLS = ("Xvfb", "tmux", "xdotool", "import")
 
@@ -17,7 +18,7 @@ def missing_tools() -> list:
 
 
 @contextlib.contextmanager
-def virtual_desktop() -> Iterator[Tuple[str, dict, Callable[..., str]]]:
+def virtual_desktop() -> Iterator[tuple[str, dict, Callable[..., str]]]:
     """Yields (DISPLAY, an environment with it set, ``tmux(*args) -> stdout``); both servers stop afterwards."""
     read_fd, write_fd = os.pipe()
     xvfb = subprocess.Popen(["Xvfb", "-displayfd", str(write_fd), "-screen", "0", "1280x800x24", "-nolisten", "tcp"],

@@ -8,6 +8,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from conftest import FakePixelEnv  # noqa: E402
+
 from drlhp import HumanPreferencesEnvWrapper  # noqa: E402
 
 

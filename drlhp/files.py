@@ -5,6 +5,7 @@ import contextlib
 import csv
 import os
 import tempfile
+import time
 from collections.abc import Iterator, Sequence
 from typing import BinaryIO
 
@@ -37,10 +38,24 @@ def atomic_write(path: str) -> Iterator[BinaryIO]:
 
 
 def append_csv_row(path: str, columns: Sequence[str], row: dict) -> None:
-    """Append ``row`` to the CSV file ``path``, writing the header first if the file is new."""
+    """Append ``row`` (a column it lacks is left empty) to the CSV file ``path``, writing the header first
+    if the file is new. A file with other columns (from an older drlhp) is set aside, never mixed into."""
+    if os.path.exists(path):
+        with open(path, newline="") as f:
+            header = next(csv.reader(f), None)
+        if header != list(columns):
+            set_aside(path)
     new_file = not os.path.exists(path)
     with open(path, "a", newline="") as f:
         writer = csv.DictWriter(f, columns)
         if new_file:
             writer.writeheader()
         writer.writerow(row)
+
+
+def set_aside(path: str) -> str:
+    """Rename ``<name>.csv`` to ``<name>.<last modified>.csv`` beside it; returns the new path."""
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(os.path.getmtime(path)))
+    new = f"{os.path.splitext(path)[0]}.{stamp}.csv"
+    os.replace(path, new)
+    return new

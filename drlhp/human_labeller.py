@@ -16,15 +16,14 @@ from typing import Callable
 import numpy as np
 
 from drlhp.display import BORDER_PX, auto_zoom, compose_pair, displayable, frame_hw, zoomed
-from drlhp.files import append_csv_row
 from drlhp.frames import FrameSpec
+from drlhp.run_dir import log_human_label
 from drlhp.segments import Segment
 from drlhp.terminal import HELP, InvalidAnswer, TerminalPrompt, parse_answer
 
 PAIR_WINDOW = "drlhp: which clip is better?"
+TERMINAL_LABELLER = "terminal"  # human_labels.csv's labeller column for answers typed in the terminal
 EPISODE_WINDOW = "drlhp: last full episode"
-LOG_COLUMNS = ("pair", "clip_left", "clip_right", "label", "seconds_to_answer", "display_fps",
-               "seconds_from_last_answer_to_this_pair")
 QUESTION = "[L]eft better, [R]ight better, [E]qual, Enter = can't compare: "
 
 
@@ -135,9 +134,10 @@ class HumanLabeller:
     def _record(self, a: Segment, b: Segment, label, seconds, fps, since_last) -> None:
         self.last_seconds = seconds  # the preference interface records it with the label
         if self.config.log_path:
-            values = (self.n_asked, a.seg_id, b.seg_id, "" if label is None else label,
-                      f"{seconds:.3f}", f"{fps:.1f}", f"{since_last:.3f}")
-            append_csv_row(self.config.log_path, LOG_COLUMNS, dict(zip(LOG_COLUMNS, values)))
+            log_human_label(self.config.log_path, pair=self.n_asked, clip_left=a.seg_id, clip_right=b.seg_id,
+                            label="" if label is None else label, labeller=TERMINAL_LABELLER,
+                            seconds_to_answer=f"{seconds:.3f}", display_fps=f"{fps:.1f}",
+                            seconds_from_last_answer_to_this_pair=f"{since_last:.3f}")
 
     def close(self) -> None:
         self.prompt.close()

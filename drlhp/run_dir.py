@@ -16,14 +16,18 @@ it), ``reward_training_metrics.csv`` and ``human_labels.csv``.
 from __future__ import annotations
 
 import os
-import time
 
+from drlhp.files import append_csv_row, set_aside
 from drlhp.label_journal import journal_files
 from drlhp.pref_db import has_labels
 from drlhp.reward_predictor import CHECKPOINT_DIRNAME, CHECKPOINT_FILENAME
 
 METRICS_FILENAME = "reward_training_metrics.csv"
 HUMAN_LABELS_FILENAME = "human_labels.csv"
+#: ``human_labels.csv``'s one schema, whichever labeller writes it: a field a labeller does not measure is
+#: left empty (the web page measures no display rate; the terminal labeller has no names).
+HUMAN_LABEL_COLUMNS = ("pair", "clip_left", "clip_right", "label", "labeller", "seconds_to_answer", "display_fps",
+                       "seconds_from_last_answer_to_this_pair")
 TRAINER_STATE_FILENAME = "optimizer_state.pt"
 
 
@@ -58,12 +62,13 @@ def refuse_earlier_labels(log_dir: str) -> None:
 
 def set_aside_earlier_logs(log_dir: str) -> list[str]:
     """Rename an earlier run's CSV logs to ``<name>.<last modified>.csv``; returns the new names."""
-    moved = []
-    for name in (METRICS_FILENAME, HUMAN_LABELS_FILENAME):
-        path = os.path.join(log_dir, name)
-        if os.path.exists(path):
-            stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(os.path.getmtime(path)))
-            new = os.path.join(log_dir, f"{name[:-4]}.{stamp}.csv")
-            os.replace(path, new)
-            moved.append(new)
-    return moved
+    paths = (os.path.join(log_dir, name) for name in (METRICS_FILENAME, HUMAN_LABELS_FILENAME))
+    return [set_aside(path) for path in paths if os.path.exists(path)]
+
+
+def log_human_label(path: str, **fields) -> None:
+    """Append one answer to ``human_labels.csv`` at ``path`` (fields: ``HUMAN_LABEL_COLUMNS``)."""
+    unknown = set(fields) - set(HUMAN_LABEL_COLUMNS)
+    if unknown:
+        raise ValueError(f"not columns of {HUMAN_LABELS_FILENAME}: {sorted(unknown)}")
+    append_csv_row(path, HUMAN_LABEL_COLUMNS, fields)

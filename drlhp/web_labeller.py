@@ -14,14 +14,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from drlhp.display import auto_zoom, frame_hw
-from drlhp.files import append_csv_row
 from drlhp.frames import FrameSpec
+from drlhp.run_dir import log_human_label
 from drlhp.segments import Segment
 from drlhp.web_clips import ClipImages
 from drlhp.web_pool import Answer, PairPool
 from drlhp.web_server import LabellingServer, PageSettings, ServerThread
-
-LOG_COLUMNS = ("pair", "clip_left", "clip_right", "label", "labeller", "seconds_to_answer")
 
 
 @dataclass(frozen=True)
@@ -80,9 +78,9 @@ class WebLabeller:
     def acknowledge(self, answer: Answer) -> None:
         """The answer is recorded (journaled, or a skip): log it and let its browser go on."""
         if self.config.log_path and answer.label is not None:
-            seconds = "" if answer.seconds is None else f"{answer.seconds:.3f}"
-            values = (answer.pair_id, answer.a.seg_id, answer.b.seg_id, answer.label, answer.labeller, seconds)
-            append_csv_row(self.config.log_path, LOG_COLUMNS, dict(zip(LOG_COLUMNS, values)))
+            log_human_label(self.config.log_path, pair=answer.pair_id, clip_left=answer.a.seg_id,
+                            clip_right=answer.b.seg_id, label=answer.label, labeller=answer.labeller,
+                            seconds_to_answer="" if answer.seconds is None else f"{answer.seconds:.3f}")
         answer.done.set_result(True)
 
     def show_episode(self, frames: list[np.ndarray]) -> None:

@@ -7,7 +7,7 @@ setup(
     long_description=open("README.md").read() if __import__("os").path.exists("README.md") else "",
     long_description_content_type="text/markdown",
     packages=find_packages(include=["drlhp", "drlhp.*"]),
-    package_data={"drlhp": ["web_static/*"]},
+    package_data={"drlhp": ["web_static/*", "py.typed"]},
     python_requires=">=3.9",
     install_requires=[
         "gymnasium>=1.0,<2",
@@ -26,9 +26,9 @@ setup(
         "tensorboard": ["tensorboard>=2.10"],
         # RLlib's new API stack as of 2.60 (EnvRunner sampling, connectors, RLlibCallback).
         "ray": ["ray[rllib]>=2.60,<3"],
-        # ruff pinned: a newer release may add rules, and CI fails on any finding.
-        "dev": ["pytest>=7", "pytest-timeout>=2", "ruff==0.17.6", "scipy>=1.10", "stable-baselines3>=2.3", "opencv-python>=4.8",
-                "matplotlib>=3.7", "tensorboard>=2.10", "aiohttp>=3.9", "pillow>=9", "playwright>=1.40",
-                "ray[rllib]>=2.60,<3"],
+        # ruff and mypy pinned: a newer release may add rules or checks, and CI fails on any finding.
+        "dev": ["pytest>=7", "pytest-timeout>=2", "ruff==0.17.6", "mypy==2.4.1", "scipy>=1.10",
+                "stable-baselines3>=2.3", "opencv-python>=4.8", "matplotlib>=3.7", "tensorboard>=2.10", "aiohttp>=3.9",
+                "pillow>=9", "playwright>=1.40", "ray[rllib]>=2.60,<3"],
     },
 )

@@ -2,7 +2,7 @@
 a user calls, the ``info`` keys, and taking one env's observation out of a batch."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -14,6 +14,10 @@ from drlhp.pipeline import PreferencePipeline
 TRUE_REWARD_KEY = "drlhp_true_reward"
 #: ``info`` key holding the predicted, normalised reward (present while it is returned).
 PREDICTED_REWARD_KEY = "drlhp_predicted_reward"
+
+
+class _Closable(Protocol):
+    def close(self) -> None: ...
 
 
 class PipelineFrontEnd:
@@ -96,7 +100,7 @@ class PipelineFrontEnd:
     def __enter__(self):
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self: _Closable, *exc) -> None:  # a front-end is also an env (wrapper): it has close()
         self.close()
 
 

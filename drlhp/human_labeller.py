@@ -55,7 +55,7 @@ def import_cv2_gui():
 class HumanLabeller:
     """Asks a person about each pair; ``None`` (incomparable) when they just press Enter."""
 
-    pairs_per_segment = None  # ask as fast as the person answers
+    pairs_per_segment: float | None = None  # ask as fast as the person answers
 
     def __init__(self, config: HumanConfig, stop_event, idle: Callable[[], None] = lambda: None) -> None:
         self.cv2 = import_cv2_gui()

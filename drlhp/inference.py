@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import partial
-from typing import Callable
+from typing import Callable, cast
 
 import torch
 import torch.nn.functional as F
@@ -49,7 +49,7 @@ class MemberMajorConv:
         self.m = conv.groups
         self.c_out, self.c_in, self.k, _ = conv.weight.shape
         self.c_out //= self.m
-        self.pad = conv.padding[0]
+        self.pad = cast("tuple[int, ...]", conv.padding)[0]  # numbers: build_reward_net gives no padding="same"
         self.h, self.w = in_hw
         self.out_h, self.out_w = self.h + 2 * self.pad - self.k + 1, self.w + 2 * self.pad - self.k + 1
         self.member_major_input = member_major_input
@@ -58,6 +58,7 @@ class MemberMajorConv:
         self.kernel_last = not conv.weight.is_contiguous()
         weight = conv.weight.permute(0, 2, 3, 1) if self.kernel_last else conv.weight
         self.weight = weight.view(self.m, self.c_out, -1)
+        assert conv.bias is not None  # build_reward_net's convolutions have biases
         self.bias = conv.bias.view(self.m, self.c_out, 1)
         self._index: dict[int, torch.Tensor] = {}
 
@@ -130,7 +131,7 @@ def inference_ops(net: nn.Module, in_shape: Sequence[int], one_frame: bool = Fal
     batchnorm = any(isinstance(m, nn.BatchNorm2d) for m in modules)
     gather = one_frame and bool(convs) and convs[0].groups > 1 and not batchnorm
     ops: list[Op] = []
-    hw = tuple(in_shape[1:])
+    hw = cast("tuple[int, int]", tuple(in_shape[1:]))  # (H, W) of images (C, H, W); used only for images
     member_major = False
     for m in modules:
         first = not ops
@@ -170,4 +171,6 @@ def inference_ops(net: nn.Module, in_shape: Sequence[int], one_frame: bool = Fal
 
 
 def _conv_out_hw(conv: nn.Conv2d, hw: tuple[int, int]) -> tuple[int, int]:
-    return tuple((s + 2 * p - k) // st + 1 for s, p, k, st in zip(hw, conv.padding, conv.kernel_size, conv.stride))
+    padding = cast("tuple[int, int]", conv.padding)  # numbers: build_reward_net gives no padding="same"
+    return cast("tuple[int, int]", tuple((s + 2 * p - k) // st + 1
+                                         for s, p, k, st in zip(hw, padding, conv.kernel_size, conv.stride)))

@@ -117,16 +117,15 @@ class JournalWriter:
                seconds: float | None = None) -> None:
         """Write one label (and its clips not yet in the current file) and fsync: it survives a power cut."""
         self._drop_covered(self._labels_in_snapshot())
-        if self._fd is None:
-            self._open(seq)
+        fd = self._fd if self._fd is not None else self._open(seq)
         records = [_clip_record(s) for s in (a, b) if s.seg_id not in self._clips_in_file]
         records.append(_record({"kind": "label", "seq": seq, "a": a.seg_id, "b": b.seg_id, "label": float(label),
                                 "time": round(time.time(), 3), "labeller": labeller,
                                 "seconds": None if seconds is None else round(seconds, 3)}))
         data = memoryview(b"".join(records))
         while data:
-            data = data[os.write(self._fd, data):]
-        os.fsync(self._fd)
+            data = data[os.write(fd, data):]
+        os.fsync(fd)
         self._clips_in_file.update((a.seg_id, b.seg_id))
         self._last_seq = seq
 
@@ -143,11 +142,13 @@ class JournalWriter:
             else:
                 self._closed_files.append((self._path, self._last_seq))
 
-    def _open(self, seq: int) -> None:
+    def _open(self, seq: int) -> int:
+        """Start the file of labels from ``seq`` on; returns its descriptor (``self._fd``)."""
         self._path = os.path.join(self.directory, f"{seq:012d}{SUFFIX}")
-        self._fd = os.open(self._path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        self._fd = fd = os.open(self._path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         _fsync_dir(self.directory)  # so the new file's name survives a power cut too
         self._first_seq, self._clips_in_file = seq, set()
+        return fd
 
     def close(self) -> None:
         if self._fd is not None:

@@ -42,6 +42,8 @@ class SpatialSoftmax(nn.Module):
     member's K x-coordinates then its K y-coordinates.
     """
 
+    grid: torch.Tensor  # a buffer (register_buffer), ``(H*W, 2)``
+
     def __init__(self, n_members: int, height: int, width: int) -> None:
         super().__init__()
         self.n_members = n_members

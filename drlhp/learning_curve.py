@@ -93,8 +93,8 @@ def current_rows(rows: list[dict]) -> list[dict]:
     starts = {int(r["session"]): int(r["session_start_step"]) for r in rows}
     # For each session, the earliest step any later session resumed from (None: no later session).
     resumed_from = {s: min((starts[later] for later in starts if later > s), default=None) for s in starts}
-    return [r for r in rows if resumed_from[int(r["session"])] is None
-            or int(r["agent_steps"]) <= resumed_from[int(r["session"])]]
+    return [r for r in rows if (resumed := resumed_from[int(r["session"])]) is None
+            or int(r["agent_steps"]) <= resumed]
 
 
 def read_learning_curve(log_dir_or_file: str) -> dict[str, np.ndarray] | None:

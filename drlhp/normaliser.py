@@ -1,7 +1,8 @@
 """Scaling predicted rewards to zero mean and a fixed standard deviation."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
@@ -25,14 +26,19 @@ class RewardNormaliser:
     mean: float | tuple[float, ...] = 0.0
     std: float | tuple[float, ...] = 1.0
     scale: float = 0.05
+    if TYPE_CHECKING:  # set by __post_init__; for the type checker only, so not dataclass fields at run time
+        _weights: np.ndarray = field(init=False)
+        _offset: float = field(init=False)
 
     def __post_init__(self) -> None:
         # One member's statistics may be given as plain floats (and were, in v1 checkpoints).
-        object.__setattr__(self, "mean", tuple(float(v) for v in np.atleast_1d(self.mean)))
-        object.__setattr__(self, "std", tuple(float(v) for v in np.atleast_1d(self.std)))
-        weights = (self.scale / np.array(self.std)) / len(self.std)  # per-member factors, computed once
+        mean = tuple(float(v) for v in np.atleast_1d(self.mean))
+        std = tuple(float(v) for v in np.atleast_1d(self.std))
+        object.__setattr__(self, "mean", mean)
+        object.__setattr__(self, "std", std)
+        weights = (self.scale / np.array(std)) / len(std)  # per-member factors, computed once
         object.__setattr__(self, "_weights", weights)
-        object.__setattr__(self, "_offset", float(np.dot(weights, self.mean)))
+        object.__setattr__(self, "_offset", float(np.dot(weights, mean)))
 
     @classmethod
     def fit(cls, member_rewards: np.ndarray, scale: float) -> RewardNormaliser:
@@ -53,4 +59,6 @@ class RewardNormaliser:
         return np.asarray(member_rewards, dtype=np.float64) @ self._weights - self._offset
 
     def to_dict(self) -> dict:
-        return {"mean": list(self.mean), "std": list(self.std), "scale": self.scale}
+        # __post_init__ made both tuples.
+        return {"mean": list(cast("tuple[float, ...]", self.mean)), "std": list(cast("tuple[float, ...]", self.std)),
+                "scale": self.scale}

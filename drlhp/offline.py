@@ -13,7 +13,7 @@ import os
 import queue
 import threading
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, cast
 
 import numpy as np
 import torch
@@ -66,13 +66,18 @@ def train_reward(prefs_dir: str, log_dir: str, steps: int | None = None, epochs:
         n_train = len(loop.buffer.train_db)
         if n_train == 0:
             raise ValueError(f"{prefs_dir!r} has no training pairs")
-        total = steps if steps is not None else math.ceil(epochs * n_train / config.batch_size)
+        if steps is not None:
+            total = steps
+        else:
+            assert epochs is not None  # checked above: one of steps and epochs is given
+            total = math.ceil(epochs * n_train / config.batch_size)
         loop.max_steps = loop.step + total
         if on_step is not None:
             start = loop.step
             loop.on_step = lambda step: on_step(step - start, total)
         loop.run()
-        return loop.last_metrics
+        # run() stops after a training step at max_steps, with a checkpoint that writes a metrics row.
+        return cast(dict, loop.last_metrics)
     finally:
         lock.release()
 

@@ -14,10 +14,14 @@ import logging
 import os
 import time
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from drlhp.segments import Segment
+
+if TYPE_CHECKING:
+    from drlhp.reward_predictor import RewardPredictor
 
 log = logging.getLogger("drlhp.pair_selection")
 
@@ -35,7 +39,7 @@ class DisagreementScorer:
 
     def __init__(self, ckpt_path: str, poll_interval: float = 1.0, max_new_per_pick: int = 8) -> None:
         self.ckpt_path, self.poll_interval, self.max_new_per_pick = ckpt_path, poll_interval, max_new_per_pick
-        self.predictor = None
+        self.predictor: RewardPredictor | None = None
         self._version: tuple | None = None
         self._next_poll = 0.0
         # seg_id -> (checkpoint generation, per-member return): an older generation's is used until refreshed.
@@ -77,9 +81,11 @@ class DisagreementScorer:
         """Evaluate up to ``limit`` clips without a current-generation return, newest first; returns how many."""
         if not self.ready:
             return 0
+        predictor = self.predictor
+        assert predictor is not None  # ready
         todo = [s for s in reversed(segments) if self._returns.get(s.seg_id, (-1,))[0] != self._generation][:limit]
         for seg in todo:
-            self._returns[seg.seg_id] = (self._generation, self.predictor.member_rewards(seg.frames).sum(axis=0))
+            self._returns[seg.seg_id] = (self._generation, predictor.member_rewards(seg.frames).sum(axis=0))
         return len(todo)
 
     def forget(self, seg_id: int) -> None:

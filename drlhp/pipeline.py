@@ -197,9 +197,11 @@ class PreferencePipeline:
             self._stats.env_steps.value += self.n_envs if recorded is None else sum(recorded)
             for env_index, episode, clip_frames, clip_rewards in self._clips.add(frames, true_rewards, recorded,
                                                                                  episode_ends):
+                assert self._channel is not None  # collecting clips: _start_workers made the channel
                 self._channel.send(clip_frames, clip_rewards, episode, env_index)
         self.poll_predictor()
         if self.using_reward_from_predictor:
+            assert self._predictor is not None  # using_reward_from_predictor: there is one
             return self._predictor.rewards(frames)
         return None
 
@@ -324,6 +326,7 @@ class PreferencePipeline:
 
     def stats(self) -> dict:
         """Counters: clips sent/dropped, labels, preferences received, reward-training steps."""
+        out: dict[str, Any]  # counts, and label_budget / labels_remaining that may be None
         out = {"n_envs": self.n_envs, "segments_sent": 0, "segments_dropped": 0,
                "tail_frames_dropped": self._clips.n_tail_frames_dropped if self._clips is not None else 0}
         if self._channel is not None:
@@ -345,6 +348,7 @@ class PreferencePipeline:
     def check_workers(self) -> None:
         """Raise ``WorkerError`` if a background process has failed."""
         if not self._closed:
+            assert self._workers is not None  # not closed: _start_workers made them
             self._workers.check()
 
     def close(self) -> None:
@@ -353,6 +357,7 @@ class PreferencePipeline:
             return
         self._closed = True
         workers = self._workers
+        assert workers is not None  # it was not closed: _start_workers made them
         unreported: WorkerError | None = None
         try:
             workers.check()  # a worker that died since the last step(): report it here, once

@@ -22,7 +22,6 @@ import math
 import os
 import zlib
 from collections import deque
-from typing import BinaryIO
 
 import numpy as np
 
@@ -64,7 +63,7 @@ class PrefDB:
     def __len__(self) -> int:
         return len(self.prefs)
 
-    def append(self, a: Segment, b: Segment, label: float, labeller: str = "",
+    def append(self, a: Segment | PackedSegment, b: Segment | PackedSegment, label: float, labeller: str = "",
                seconds: float | None = None) -> None:
         for seg in (a, b):
             if seg.seg_id not in self.segments:
@@ -130,7 +129,7 @@ class PrefDB:
             raise _format_error(path, f"{type(e).__name__}: {e}") from e
 
     @classmethod
-    def _read(cls, f: BinaryIO, path: str, maxlen: int | None) -> PrefDB:
+    def _read(cls, f: gzip.GzipFile, path: str, maxlen: int | None) -> PrefDB:
         if f.peek(1)[:1] == b"\x80":
             raise _format_error(
                 path,
@@ -182,11 +181,11 @@ class PrefDB:
         return db
 
 
-def _write(f: BinaryIO, array: np.ndarray) -> None:
+def _write(f: gzip.GzipFile, array: np.ndarray) -> None:
     np.lib.format.write_array(f, np.ascontiguousarray(array), allow_pickle=False)
 
 
-def _read(f: BinaryIO) -> np.ndarray:
+def _read(f: gzip.GzipFile) -> np.ndarray:
     return np.lib.format.read_array(f, allow_pickle=False)
 
 
@@ -220,8 +219,8 @@ class PrefBuffer:
         to_val = int((seq + 1) * self.val_fraction) > int(seq * self.val_fraction)
         return self.val_db if to_val else self.train_db
 
-    def add(self, a: Segment, b: Segment, label: float, seq: int | None = None, labeller: str = "",
-            seconds: float | None = None) -> None:
+    def add(self, a: Segment | PackedSegment, b: Segment | PackedSegment, label: float, seq: int | None = None,
+            labeller: str = "", seconds: float | None = None) -> None:
         seq = self.n_received if seq is None else seq
         self.db_for(seq).append(a, b, label, labeller, seconds)
         self.n_received = max(self.n_received, seq + 1)

@@ -18,7 +18,7 @@ import queue
 import random
 from collections import OrderedDict, deque
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, cast
 
 from drlhp.label_journal import JournalWriter
 from drlhp.label_schedule import LabelSchedule
@@ -31,8 +31,23 @@ from drlhp.segments import PackedSegment, Segment, pack
 if TYPE_CHECKING:
     from drlhp.human_labeller import HumanConfig
     from drlhp.web_labeller import WebConfig
+    from drlhp.web_pool import Answer
 
 log = logging.getLogger("drlhp.pref_interface")
+
+
+class _ConcurrentLabeller(Labeller, Protocol):
+    """A labeller with ``concurrent = True`` (the web page's): it takes pairs on offer and answers them as people do."""
+
+    def offer(self, a: Segment, b: Segment) -> None: ...
+
+    def wants_pairs(self) -> bool: ...
+
+    def take_answers(self) -> list[Answer]: ...
+
+    def set_progress(self, run_labels: int, asked: int) -> None: ...
+
+    def acknowledge(self, answer: Answer) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -207,6 +222,10 @@ def run_pref_interface(config: InterfaceConfig, channel: SegmentChannel, pref_qu
     pending: deque[Segment] = deque(maxlen=config.max_segs)
     episodes = EpisodeTracker(config.max_episode_segments)
     labeller: Labeller
+    start = _await_run_start(run_start, stop_event)
+    if start is None:
+        pref_queue.put(None)
+        return
 
     def receive(timeout: float) -> None:
         seg = channel.receive(timeout)
@@ -225,10 +244,6 @@ def run_pref_interface(config: InterfaceConfig, channel: SegmentChannel, pref_qu
             scorer.poll()
             scorer.refresh(list(interface.segments.values()), 2)
 
-    start = _await_run_start(run_start, stop_event)
-    if start is None:
-        pref_queue.put(None)
-        return
     scorer = None
     if config.selection_ckpt is not None:
         import torch
@@ -257,27 +272,29 @@ def run_pref_interface(config: InterfaceConfig, channel: SegmentChannel, pref_qu
         pending.clear()
 
     def record_answers() -> None:
-        for answer in labeller.take_answers():
+        concurrent = cast(_ConcurrentLabeller, labeller)  # only serve_concurrently's labeller gives answers
+        for answer in concurrent.take_answers():
             if answer.label is not None:
                 interface.record(answer.a, answer.b, answer.label, f"web:{answer.labeller}", answer.seconds)
                 stats.labels_sent.value += 1
-            labeller.set_progress(interface.next_seq, interface.n_asked)
-            labeller.acknowledge(answer)
+            concurrent.set_progress(interface.next_seq, interface.n_asked)
+            concurrent.acknowledge(answer)
 
     def serve_concurrently() -> None:
         """Keep pairs on offer for the labellers working at once; record their answers as they come."""
+        concurrent = cast(_ConcurrentLabeller, labeller)  # called only when labeller.concurrent is true
         while not stop_event.is_set():
             receive(timeout=0.01)  # the wait: an answer waits at most this long to be journaled
             take_in_segments()
             record_answers()
-            while labeller.wants_pairs() and interface.n_asked < config.schedule.allowed(stats.env_steps.value):
+            while concurrent.wants_pairs() and interface.n_asked < config.schedule.allowed(stats.env_steps.value):
                 pair = interface.pick_pair()
                 if pair is None:
                     break
                 interface.mark_asked(*pair)
-                labeller.offer(*pair)
+                concurrent.offer(*pair)
                 stats.labels_asked.value = interface.n_asked
-            labeller.set_progress(interface.next_seq, interface.n_asked)
+            concurrent.set_progress(interface.next_seq, interface.n_asked)
             if scorer is not None:
                 scorer.poll()
                 scorer.refresh(list(interface.segments.values()), 2)

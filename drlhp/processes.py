@@ -22,7 +22,7 @@ import signal
 import threading
 import time
 import traceback
-from typing import Callable
+from typing import Callable, cast
 
 log = logging.getLogger("drlhp")
 
@@ -139,7 +139,8 @@ class Workers:
         if os.name == "posix":
             ready = select.select(list(self._watched), [], [], 0)[0]
         else:  # sentinels are handles, not file descriptors
-            ready = multiprocessing.connection.wait(list(self._watched), timeout=0)
+            # wait() returns those of the objects given that are ready: here sentinels (ints).
+            ready = cast("list[int]", multiprocessing.connection.wait(list(self._watched), timeout=0))
         if ready:
             raise self._failure(self._watched[ready[0]])
 

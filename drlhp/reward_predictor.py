@@ -89,16 +89,17 @@ def build_reward_net(config: NetConfig) -> nn.Module:
     """
     m = config.n_members
     in_shape = config.frame_spec.net_input_shape
+    layers: list[nn.Module]
     if not config.frame_spec.is_image:
-        body = [MemberLinear(m, in_shape[0], config.hidden), *_activation(config)]
+        layers = [MemberLinear(m, in_shape[0], config.hidden), *_activation(config)]
     elif config.arch == "keypoints":
-        body = _keypoint_body(config, in_shape)
+        layers = _keypoint_body(config, in_shape)
     else:
-        body = _atari_body(config, in_shape)
-    body = nn.Sequential(*body)
+        layers = _atari_body(config, in_shape)
+    body = nn.Sequential(*layers)
     with torch.no_grad():
         n_features = body(member_input(torch.zeros(1, *in_shape), m)).shape[1] // m
-    head = [MemberLinear(m, n_features, config.hidden)]
+    head: list[nn.Module] = [MemberLinear(m, n_features, config.hidden)]
     if config.batchnorm:
         head.append(nn.BatchNorm1d(config.hidden * m))
     head += _activation(config)
@@ -106,7 +107,8 @@ def build_reward_net(config: NetConfig) -> nn.Module:
         # Two dense layers: a distance between keypoints is a difference, then a ReLU, then a sum.
         head += [MemberLinear(m, config.hidden, config.hidden), *_activation(config)]
     head.append(MemberLinear(m, config.hidden, 1))
-    return nn.Sequential(body, *head).to(memory_format=torch.channels_last)
+    # Module.to(memory_format=...) is documented and works; torch's overloads of ``to`` leave it out.
+    return nn.Sequential(body, *head).to(memory_format=torch.channels_last)  # type: ignore[call-overload]
 
 
 def _activation(config: NetConfig) -> list[nn.Module]:

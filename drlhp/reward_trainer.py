@@ -155,12 +155,14 @@ class RewardTrainer:
     def _pseudo_label_gradients(self, frames_a: np.ndarray, frames_b: np.ndarray) -> None:
         """SURF's semi-supervised term: on unlabelled pairs ``(M, n, length, ...)``, each member learns the side
         it already prefers with confidence >= the threshold; less confident pairs add nothing."""
+        threshold = self.augmentation.pseudo_label_threshold
+        assert threshold is not None  # train_step calls this only with a threshold
         frames_a, frames_b = self._crop(frames_a, frames_b)
         n, confident = frames_a.shape[1], 0
         for part in self._passes(n):
             ra, rb = self._member_returns(frames_a[:, part], frames_b[:, part])
             diff = ra - rb
-            sure, labels = pseudo_labels(diff.detach(), self.augmentation.pseudo_label_threshold)
+            sure, labels = pseudo_labels(diff.detach(), threshold)
             confident += int(sure.sum())
             if sure.any():
                 pseudo = F.binary_cross_entropy_with_logits(diff[sure], labels, reduction="sum")

@@ -153,7 +153,7 @@ class RewardTrainingLoop:
         self.on_step: Callable[[int], None] | None = None  # called after each training step
         self.last_metrics: dict | None = None  # the last row written to the metrics CSV
         self.scalars = ScalarLog(config.tensorboard_log) if config.tensorboard_log else None
-        self._recent = {"loss": [], "accuracy": []}
+        self._recent: dict[str, list[float]] = {"loss": [], "accuracy": []}
         self._pairs_trained = 0
         self._warned_flat = False
         self._rate_clock = time.monotonic()
@@ -302,7 +302,7 @@ class RewardTrainingLoop:
                 self.stats.labels_in_snapshot.value = self.buffer.n_received  # the journal may drop these now
             return {"paths": paths, "n_train": len(self.buffer.train_db), "n_val": len(self.buffer.val_db)}
 
-    def _sample(self, db, n: int):
+    def _sample(self, db, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """A training batch: each ensemble member's ``n`` pairs from its bootstrap resample of ``db``."""
         with self.lock:
             idx = member_batches(db.prefs, self.trainer.n_members, n, self.rng, self.config.seed or 0)
@@ -435,7 +435,9 @@ def _mean_ignoring_nan(values: list) -> float:
 def run_reward_trainer(config: TrainerConfig, pref_queue, run_start, commands, replies, stop_event, stats) -> None:
     """Process main of the reward-training process."""
     try:  # held until this process ends: after the run's last save, even if the main program crashed
-        LogDirLock(config.log_dir).acquire(multiprocessing.parent_process().pid)
+        parent = multiprocessing.parent_process()
+        assert parent is not None and parent.pid is not None  # a worker process: the program started it
+        LogDirLock(config.log_dir).acquire(parent.pid)
     except LogDirInUseError as e:
         replies.put(("log_dir_in_use", str(e)))
         stop_event.wait()  # the main process raises the error and stops us

@@ -43,14 +43,16 @@ class HumanPreferencesVectorWrapper(PipelineFrontEnd, VectorWrapper):
         self._all = np.ones(env.num_envs, dtype=bool)
         self._start_pipeline(env.single_observation_space.sample(), env.num_envs, config, kwargs)
 
-    def reset(self, *, seed: int | None = None, options: dict | None = None):
+    def reset(self, *, seed: int | list[int] | None = None, options: dict | None = None):
         self.pipeline.check_workers()
         mask = (options or {}).get("reset_mask")
         for i in range(self.num_envs):
             if mask is None or mask[i]:
                 self.pipeline.end_episode(i)
                 self._resetting_next[i] = False
-        return self.env.reset(seed=seed, options=options)
+        # VectorEnv.reset is declared with seed: int | None, yet VectorWrapper.reset passes it a list of seeds,
+        # and SyncVectorEnv and AsyncVectorEnv take one: gymnasium's declaration is too narrow.
+        return self.env.reset(seed=seed, options=options)  # type: ignore[arg-type]
 
     def step(self, actions):
         obs, rewards, terminations, truncations, infos = self.env.step(actions)

@@ -27,7 +27,7 @@ def sheet_cols(n_frames: int) -> int:
     return max(1, math.ceil(math.sqrt(n_frames)))
 
 
-def sprite_png(frames: Sequence[np.ndarray], spec: FrameSpec) -> bytes:
+def sprite_png(frames: Sequence[np.ndarray] | np.ndarray, spec: FrameSpec) -> bytes:
     """The frames (as a person is shown them) in a grid of ``sheet_cols(len(frames))`` columns, as a PNG."""
     from PIL import Image
 
@@ -60,7 +60,7 @@ class ClipImages:
         self._episode: tuple[int, list[np.ndarray]] = (0, [])
         self._episode_png: tuple[int, bytes] | None = None
 
-    def clip_png(self, seg_id: int, frames: Sequence[np.ndarray]) -> bytes:
+    def clip_png(self, seg_id: int, frames: Sequence[np.ndarray] | np.ndarray) -> bytes:
         with self._lock:
             png = self._cache.get(seg_id)
             if png is not None:

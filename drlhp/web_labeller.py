@@ -40,7 +40,7 @@ class WebConfig:
 class WebLabeller:
     """The labeller behind the page; ``url`` is its address, token included."""
 
-    pairs_per_segment = None  # ask as fast as people answer (and the label schedule allows)
+    pairs_per_segment: float | None = None  # ask as fast as people answer (and the label schedule allows)
     concurrent = True  # offers pairs and takes answers instead of ``label(a, b)``
 
     def __init__(self, config: WebConfig) -> None:

@@ -56,7 +56,9 @@ class PackedClip:
     @classmethod
     def pack(cls, frames: np.ndarray, rewards: np.ndarray, source: int, episode: int) -> PackedClip:
         frames = np.ascontiguousarray(frames)
-        return cls(zlib.compress(memoryview(frames).cast("B"), 1), tuple(frames.shape), frames.dtype.str,
+        # numpy's stubs declare ndarray.__buffer__ for Python >= 3.12 only; an ndarray is a buffer on every version.
+        data = zlib.compress(memoryview(frames).cast("B"), 1)  # type: ignore[arg-type]
+        return cls(data, tuple(frames.shape), frames.dtype.str,
                    np.array(rewards, dtype=np.float64), source, episode)
 
     def unpack(self) -> np.ndarray:

@@ -14,12 +14,20 @@ import gymnasium
 from gymnasium.vector import VectorEnv
 
 from drlhp.cluster.runner_pipeline import RunnerPipeline
+from drlhp.frontend import PipelineFrontEnd
 from drlhp.vector import HumanPreferencesVectorWrapper
 from drlhp.wrapper import HumanPreferencesEnvWrapper
 
 
-class _LinkedToService:
-    """Starts a ``RunnerPipeline`` where the single-machine front-ends start their processes."""
+class _LinkedToService(PipelineFrontEnd):
+    """Starts a ``RunnerPipeline`` where the single-machine front-ends start their processes.
+
+    A mixin, listed before a front-end's class; its base (which that class has too, so the method
+    resolution order is the same as without it) says what it builds on.
+    """
+
+    # A RunnerPipeline has the PreferencePipeline interface the front-ends drive (duck typing), not its class.
+    pipeline: RunnerPipeline  # type: ignore[assignment]
 
     def _link(self, service_name: str, clip_share: float, link_options: dict) -> None:
         self._link_args = (service_name, clip_share, link_options)

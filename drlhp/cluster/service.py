@@ -19,7 +19,7 @@ import logging
 import os
 import secrets
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -28,6 +28,9 @@ from drlhp.config import PreferenceConfig
 from drlhp.frames import FrameSpec, infer_frame_spec
 from drlhp.pipeline import PreferencePipeline
 from drlhp.processes import WorkerError
+
+if TYPE_CHECKING:
+    from drlhp.reward_predictor import RewardPredictor
 
 log = logging.getLogger("drlhp")
 
@@ -78,7 +81,7 @@ class ServiceActor:
         self.counts = {"clips_received": 0, "clips_over_cap": 0, "clips_dropped_busy": 0, "clips_rejected": 0,
                        "clip_bytes_received": 0, "runner_env_steps": 0, "weights_version": 0}
         self._weights: Any | None = None  # ObjectRef of the newest predictor's bytes
-        self._published = None  # the predictor those bytes are of
+        self._published: RewardPredictor | None = None  # the predictor those bytes are of
         self.failure: WorkerError | None = None
 
     def ready(self) -> dict:
@@ -130,6 +133,7 @@ class ServiceActor:
         self.pipeline.poll_predictor()
         predictor = self.pipeline.predictor
         if predictor is not self._published and self.pipeline.using_reward_from_predictor:
+            assert predictor is not None  # using_reward_from_predictor: there is one
             self._weights, self._published = ray.put(predictor.to_bytes()), predictor
             self.counts["weights_version"] += 1
 
@@ -320,7 +324,7 @@ class PreferenceService:
         self.close()
 
 
-def _last_line(error: BaseException) -> str:
+def _last_line(error: BaseException | None) -> str:
     """The final line of a remote error's text: the exception that ended it."""
     lines = [line.strip() for line in str(error).splitlines() if line.strip()]
     return lines[-1] if lines else type(error).__name__
@@ -330,7 +334,7 @@ def _for_this_node(config: PreferenceConfig) -> PreferenceConfig:
     """The settings for a service on the driver's node: its log_dir as the driver names it."""
     import ray
 
-    changes = {}
+    changes: dict[str, Any] = {}
     if not ray.util.client.ray.is_connected():  # with Ray Client, the driver's paths are not the cluster's
         changes["log_dir"] = os.path.abspath(config.log_dir)
     return dataclasses.replace(config, **changes)

@@ -51,6 +51,9 @@ def parse_args() -> tuple[argparse.Namespace, list[str]]:
                         help="run the two at the same time (a stop leaves both at about the same step)")
     parser.add_argument("--plot-only", action="store_true", help="only merge and draw the runs already in --out")
     parser.add_argument("--smooth", type=int, default=20, help="episodes in the moving mean drawn (default: 20)")
+    parser.add_argument("--random-return", type=float,
+                        help="a random policy's return (Pong: -21): also print drlhp's improvement over it as a "
+                             "share of the true-reward run's, at the last step both runs reached")
     args, example_args = parser.parse_known_args()
     controlled = [a for a in example_args if a.split("=")[0] in CONTROLLED]
     if controlled:
@@ -79,7 +82,7 @@ def main() -> None:
     curves = {run: curve for run, curve in curves.items() if curve is not None}
     if not curves:
         sys.exit(f"error: no learning_curve.csv with rows in {' or '.join(log_dirs.values())}")
-    summarise(curves, args.smooth)
+    summarise(curves, args.smooth, args.random_return)
     print(f"wrote {write_merged(curves, os.path.join(args.out, 'learning_curves.csv'))}")
     print(f"wrote {draw(curves, os.path.join(args.out, 'learning_curves.png'), args.smooth, args.out)}")
 
@@ -132,12 +135,27 @@ def finished(log_dir: str, total_timesteps: int | None) -> bool:
     return state["num_timesteps"] >= (total_timesteps or state["total_timesteps"])
 
 
-def summarise(curves: dict, window: int) -> None:
+def summarise(curves: dict, window: int, random_return: float | None) -> None:
+    """Each run at its end, then both at the last agent step both reached, with drlhp's improvement over a
+    random policy as a share of the true-reward run's (given the random policy's return)."""
     for run, curve in curves.items():
         returns = curve["true_episode_return"]
         print(f"{run:>11}: {len(returns)} episodes, {int(curve['agent_steps'][-1])} agent steps, true return of the "
               f"last {min(window, len(returns))} episodes {np.mean(returns[-window:]):.2f}, labels "
               f"{int(curve['labels'][-1])}, wall time {curve['wall_time_s'][-1]:.0f} s (all sessions)")
+    if len(curves) < 2:
+        return
+    common = min(int(curve["agent_steps"][-1]) for curve in curves.values())
+    at = {}
+    for run, curve in curves.items():
+        upto = curve["agent_steps"] <= common
+        at[run] = float(np.mean(curve["true_episode_return"][upto][-window:]))
+        print(f"{run:>11} at {common} agent steps: true return {at[run]:.2f} (last {window} episodes), labels "
+              f"{int(curve['labels'][upto][-1])}, wall time {curve['wall_time_s'][upto][-1]:.0f} s")
+    if random_return is not None:
+        ratio = (at["drlhp"] - random_return) / (at["true_reward"] - random_return)
+        print(f"drlhp's improvement over the random policy's {random_return:g}, as a share of the true-reward "
+              f"run's, at {common} agent steps: {ratio:.2f}")
 
 
 def write_merged(curves: dict, path: str) -> str:

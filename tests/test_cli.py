@@ -14,7 +14,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 from drlhp import HumanPreferencesEnvWrapper, PrefBuffer
 from drlhp.offline import spearman
 
-DRLHP = os.path.join(os.path.dirname(sys.executable), "drlhp")  # the console script setup.py installs
+DRLHP = os.path.join(os.path.dirname(sys.executable), "drlhp")  # the console script the package installs
 
 
 def drlhp(*args, cwd, check=True):

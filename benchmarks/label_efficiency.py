@@ -40,7 +40,7 @@ from drlhp.labellers import SyntheticTeacher
 from drlhp.normaliser import RewardNormaliser
 from drlhp.offline import spearman
 from drlhp.pair_selection import preference_disagreement
-from drlhp.reward_predictor import NetConfig, RewardPredictor
+from drlhp.reward_predictor import DEFAULT_KEYPOINT_TEMPERATURE, NetConfig, RewardPredictor
 from drlhp.reward_trainer import RewardTrainer, adapted_l2
 
 DEFAULTS = PreferenceConfig()
@@ -49,17 +49,20 @@ ROUND, WINDOW, CANDIDATES = 50, 200, 64
 METHODS = {"random, 1 net": ("random", 1), "random, 3 nets": ("random", 3), "disagreement, 3 nets": ("disagreement", 3)}
 TEACHERS = {"perfect": SyntheticTeacher(), "noisy (beta=1, 10% mistakes)": SyntheticTeacher(beta=1.0, mistake_rate=0.1)}
 SHIFT, CROP, PSEUDO = Augmentation(shift=4), Augmentation(crop_min_length=15), Augmentation(pseudo_label_threshold=0.95)
-#: The levers, alone and together: (network, augmentation). "default" is what PreferenceConfig() trains.
+#: The levers, alone and together: (network, augmentation, keypoint softmax temperature). "default" is what
+#: PreferenceConfig() trains.
+T = DEFAULT_KEYPOINT_TEMPERATURE
 VARIANTS = {
-    "default": (DEFAULTS.reward_net_arch, DEFAULTS.augmentation),
-    "atari": ("atari", Augmentation()),
-    "atari + shift + crop": ("atari", Augmentation(shift=4, crop_min_length=15)),
-    "keypoints": ("keypoints", Augmentation()),
-    "keypoints + shift": ("keypoints", SHIFT),
-    "keypoints + crop": ("keypoints", CROP),
-    "keypoints + pseudo-labels": ("keypoints", PSEUDO),
-    "keypoints + shift + crop": ("keypoints", Augmentation(shift=4, crop_min_length=15)),
-    "keypoints + shift + crop + pseudo-labels": ("keypoints", Augmentation(4, 15, 0.95)),
+    "default": (DEFAULTS.reward_net_arch, DEFAULTS.augmentation, T),
+    "atari": ("atari", Augmentation(), T),
+    "atari + shift + crop": ("atari", Augmentation(shift=4, crop_min_length=15), T),
+    "keypoints": ("keypoints", Augmentation(), T),
+    "keypoints, temperature 1": ("keypoints", Augmentation(), 1.0),
+    "keypoints + shift": ("keypoints", SHIFT, T),
+    "keypoints + crop": ("keypoints", CROP, T),
+    "keypoints + pseudo-labels": ("keypoints", PSEUDO, T),
+    "keypoints + shift + crop": ("keypoints", Augmentation(shift=4, crop_min_length=15), T),
+    "keypoints + shift + crop + pseudo-labels": ("keypoints", Augmentation(4, 15, 0.95), T),
 }
 
 
@@ -106,7 +109,7 @@ def run(task):
     torch.set_num_threads(1)
     torch.manual_seed(seed)
     method, members = METHODS[method_name]
-    arch, augmentation = VARIANTS[variant]
+    arch, augmentation, temperature = VARIANTS[variant]
     stream = clip_stream(2 * MILESTONES[-1] + WINDOW, policy, random_target, seed)
     fresh = clip_stream(2 * MILESTONES[-1] + WINDOW, policy, random_target, seed + 10_000)
     eval_pairs = random_pairs(len(fresh), 1000, np.random.default_rng(seed))
@@ -116,7 +119,7 @@ def run(task):
     used = np.unique(eval_pairs)
     spec = infer_frame_spec(stream[0].frames[0])
     predictor = RewardPredictor(NetConfig(spec, dropout=DEFAULTS.reward_predictor_dropout, n_members=members,
-                                          arch=arch))
+                                          arch=arch, keypoint_temperature=temperature))
     trainer = RewardTrainer(predictor, lr=DEFAULTS.reward_predictor_lr, noise_prob=DEFAULTS.noise_prob,
                             weight_decay=DEFAULTS.reward_predictor_weight_decay, augmentation=augmentation, seed=seed)
     rng, answer_rng = np.random.default_rng(seed), random.Random(seed)

@@ -110,10 +110,10 @@ def _member_major_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tens
     return torch.baddbmm(bias.unsqueeze(1), x, weight.transpose(1, 2))
 
 
-def _member_major_spatial_softmax(x: torch.Tensor, grid: torch.Tensor) -> torch.Tensor:
+def _member_major_spatial_softmax(x: torch.Tensor, grid: torch.Tensor, temperature: float) -> torch.Tensor:
     """``spatial_softmax`` on ``(M, K, N*H*W)`` -> ``(M, N, 2K)``: each member's K x-coordinates, then K y's."""
     m, k = x.shape[:2]
-    xy = torch.softmax(x.view(m, k, -1, grid.shape[0]), dim=-1) @ grid  # (M, K, N, 2)
+    xy = torch.softmax(x.view(m, k, -1, grid.shape[0]) / temperature, dim=-1) @ grid  # (M, K, N, 2)
     return xy.permute(0, 2, 3, 1).reshape(m, -1, 2 * k)
 
 
@@ -159,8 +159,8 @@ def inference_ops(net: nn.Module, in_shape: Sequence[int], one_frame: bool = Fal
             ops.append(_member_major_flatten(convs[0].groups, hw[0] * hw[1]) if member_major
                        else partial(torch.flatten, start_dim=1))
         elif isinstance(m, SpatialSoftmax):
-            ops.append(partial(_member_major_spatial_softmax, grid=m.grid) if member_major
-                       else partial(spatial_softmax, grid=m.grid, n_members=m.n_members))
+            ops.append(partial(_member_major_spatial_softmax, grid=m.grid, temperature=m.temperature) if member_major
+                       else partial(spatial_softmax, grid=m.grid, n_members=m.n_members, temperature=m.temperature))
         elif isinstance(m, (nn.BatchNorm1d, nn.BatchNorm2d)):
             ops.append(m.eval())
         else:

@@ -40,24 +40,28 @@ class SpatialSoftmax(nn.Module):
     each other (a distance is two subtractions and a ReLU away) instead of reading
     positions off a flattened map. Input ``(N, M*K, H, W)``; output ``(N, M*2K)``, each
     member's K x-coordinates then its K y-coordinates.
+
+    The logits are divided by ``temperature`` (Levine et al.'s softmax temperature): below 1
+    the softmax is sharper, so a small object's few positions outweigh the background from
+    the first steps, when the convolutions' outputs still differ only a little.
     """
 
     grid: torch.Tensor  # a buffer (register_buffer), ``(H*W, 2)``
 
-    def __init__(self, n_members: int, height: int, width: int) -> None:
+    def __init__(self, n_members: int, height: int, width: int, temperature: float = 1.0) -> None:
         super().__init__()
-        self.n_members = n_members
+        self.n_members, self.temperature = n_members, temperature
         ys, xs = torch.meshgrid(torch.linspace(-1, 1, height), torch.linspace(-1, 1, width), indexing="ij")
         # Derived from the shape, so not saved in checkpoints.
         self.register_buffer("grid", torch.stack([xs.reshape(-1), ys.reshape(-1)], dim=1), persistent=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return spatial_softmax(x, self.grid, self.n_members)
+        return spatial_softmax(x, self.grid, self.n_members, self.temperature)
 
 
-def spatial_softmax(x: torch.Tensor, grid: torch.Tensor, n_members: int) -> torch.Tensor:
+def spatial_softmax(x: torch.Tensor, grid: torch.Tensor, n_members: int, temperature: float = 1.0) -> torch.Tensor:
     """``SpatialSoftmax``'s computation: ``x`` (N, M*K, H, W), ``grid`` (H*W, 2) -> (N, M*2K)."""
     n, c = x.shape[:2]
-    attention = torch.softmax(x.reshape(n, c, -1), dim=-1)
+    attention = torch.softmax(x.reshape(n, c, -1) / temperature, dim=-1)
     xy = attention @ grid  # (N, M*K, 2)
     return xy.view(n, n_members, c // n_members, 2).transpose(2, 3).reshape(n, 2 * c)

@@ -26,6 +26,7 @@ from drlhp.reward_predictor import (
     CHECKPOINT_DIRNAME,
     DEFAULT_ARCH,
     DEFAULT_ENSEMBLE_SIZE,
+    DEFAULT_KEYPOINT_TEMPERATURE,
     NetConfig,
     RewardPredictor,
     checkpoint_path,
@@ -41,15 +42,16 @@ def train_reward(prefs_dir: str, log_dir: str, steps: int | None = None, epochs:
 
     ``steps`` training steps, or ``epochs`` passes over the training pairs (one of them).
     ``settings``: ``TrainerConfig`` fields (``batch_size``, ``lr``, ``ckpt_interval``, ``seed``,
-    ``val_fraction``, ...) and the network's ``dropout`` / ``batchnorm``. ``on_step(step, total)``
-    reports progress. Returns the last metrics row.
+    ``val_fraction``, ...) and the network's ``dropout`` / ``batchnorm`` / ``arch`` /
+    ``keypoint_temperature``. ``on_step(step, total)`` reports progress. Returns the last metrics row.
     """
     if (steps is None) == (epochs is None):
         raise ValueError("give either steps or epochs")
     shape, dtype = clip_format(prefs_dir)
     net = NetConfig(infer_frame_spec(np.zeros(shape[1:], dtype)), settings.pop("dropout", 0.2),
                     settings.pop("batchnorm", False), n_members=settings.pop("ensemble_size", DEFAULT_ENSEMBLE_SIZE),
-                    arch=settings.pop("arch", DEFAULT_ARCH))
+                    arch=settings.pop("arch", DEFAULT_ARCH),
+                    keypoint_temperature=settings.pop("keypoint_temperature", DEFAULT_KEYPOINT_TEMPERATURE))
     settings.setdefault("n_initial_prefs", 1)
     if settings.get("tensorboard_log"):
         require_tensorboard()

@@ -40,8 +40,8 @@ OLD_CHECKPOINT_FORMATS = ("drlhp-reward-predictor-v1",)  # one network, plain Li
 #: and ``"keypoints"``, convolutions ending in a spatial softmax (``drlhp.layers.SpatialSoftmax``).
 ARCHS = ("atari", "keypoints")
 #: The network images get unless asked otherwise. The keypoint network learns relational rewards the Atari
-#: network does not, but it can take a few hundred steps to find the objects (see the README's Label
-#: efficiency), which a short run such as the main job does not give it: opt in with ``arch="keypoints"``.
+#: network does not; it is measured on MovingDot only (docs/label-efficiency.md), the Atari network on
+#: Pong too: opt in with ``arch="keypoints"``.
 DEFAULT_ARCH = "atari"
 # The Atari network of Christiano et al. 2017 (appendix A.2): (kernel, stride) per layer.
 CONV_LAYERS = ((7, 3), (5, 2), (3, 1), (3, 1))
@@ -50,6 +50,9 @@ MIN_UNPADDED_SIDE = 43
 # The keypoint network: (kernel, stride, padding) per layer; the last layer's channels are the keypoints.
 KEYPOINT_LAYERS = ((8, 4, 2), (3, 1, 1), (3, 1, 1))
 KEYPOINT_CHANNELS = 16
+#: The keypoint network's softmax temperature (``SpatialSoftmax``): 0.1 finds the objects in a fifth of the
+#: training steps 1.0 needs (docs/label-efficiency.md). Checkpoints from before it was a setting hold 1.0.
+DEFAULT_KEYPOINT_TEMPERATURE = 0.1
 #: Reward networks in an ensemble by default (Christiano et al. 2017 use 3).
 DEFAULT_ENSEMBLE_SIZE = 3
 
@@ -64,10 +67,13 @@ class NetConfig:
     hidden: int = 64
     n_members: int = 1
     arch: str = DEFAULT_ARCH  # images only; checkpoints from before the keypoint network hold no arch: "atari"
+    keypoint_temperature: float = DEFAULT_KEYPOINT_TEMPERATURE  # the keypoint network only
 
     def __post_init__(self) -> None:
         if self.arch not in ARCHS:
             raise ValueError(f"reward network arch must be one of {ARCHS}, got {self.arch!r}")
+        if not self.keypoint_temperature > 0:
+            raise ValueError(f"keypoint_temperature must be > 0, got {self.keypoint_temperature}")
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -77,7 +83,7 @@ class NetConfig:
     @classmethod
     def from_dict(cls, d: dict) -> NetConfig:
         return cls(FrameSpec.from_dict(d["frame_spec"]), float(d["dropout"]), bool(d["batchnorm"]), int(d["hidden"]),
-                   int(d.get("n_members", 1)), str(d.get("arch", "atari")))
+                   int(d.get("n_members", 1)), str(d.get("arch", "atari")), float(d.get("keypoint_temperature", 1.0)))
 
 
 def build_reward_net(config: NetConfig) -> nn.Module:
@@ -147,7 +153,7 @@ def _keypoint_body(config: NetConfig, in_shape: tuple) -> list[nn.Module]:
             layers += _activation(config)
     if min(h, w) < 1:
         raise ValueError(f"frames of {in_shape[1:]} pixels are too small for the keypoint network; use arch='atari'")
-    return layers + [SpatialSoftmax(m, h, w)]
+    return layers + [SpatialSoftmax(m, h, w, config.keypoint_temperature)]
 
 
 def member_input(x: torch.Tensor, n_members: int) -> torch.Tensor:

@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from drlhp.frames import frames_to_net_input, infer_frame_spec
+from drlhp.layers import SpatialSoftmax, spatial_softmax
 from drlhp.normaliser import MIN_STD, RewardNormaliser
 from drlhp.reward_predictor import (
     ARCHS,
@@ -79,6 +80,29 @@ def test_checkpoint_round_trip(tmp_path, arch):
     assert q.training_step == 42 and q.normaliser == p.normaliser and q.config == p.config
     np.testing.assert_allclose(q.raw_rewards(frames), p.raw_rewards(frames))
     assert q.reward(frames[0]) == pytest.approx((p.raw_rewards(frames[:1])[0] - 0.3) / 2.0 * 0.05)
+
+
+def test_a_sharper_keypoint_softmax_moves_the_keypoint_onto_a_faintly_brighter_spot():
+    logits = torch.zeros(1, 1, 8, 8)
+    logits[0, 0, 7, 7] = 0.5  # a small object the first convolutions barely tell from the background
+    grid = SpatialSoftmax(1, 8, 8).grid
+    soft, sharp = (spatial_softmax(logits, grid, 1, temperature)[0] for temperature in (1.0, 0.1))
+    # (x, y) of the corner is (1, 1): at temperature 1 the keypoint stays near the centre, at 0.1 it is drawn there.
+    assert soft.max() < 0.05 and sharp.min() > 0.5
+
+
+def test_a_keypoint_checkpoint_from_before_the_temperature_setting_loads_with_temperature_1(tmp_path):
+    frames = np.random.default_rng(1).integers(0, 256, (5, 20, 20, 1), dtype=np.uint8)
+    p = RewardPredictor(NetConfig(infer_frame_spec(frames[0]), arch="keypoints", keypoint_temperature=1.0))
+    p.save(str(tmp_path / "r.ckpt"))
+    state = torch.load(str(tmp_path / "r.ckpt"), weights_only=True)
+    del state["net_config"]["keypoint_temperature"]
+    torch.save(state, str(tmp_path / "old.ckpt"))
+    q = RewardPredictor.load(str(tmp_path / "old.ckpt"))
+    assert q.config.keypoint_temperature == 1.0
+    np.testing.assert_allclose(q.raw_rewards(frames), p.raw_rewards(frames))
+    with pytest.raises(ValueError, match="keypoint_temperature must be > 0"):
+        NetConfig(p.config.frame_spec, arch="keypoints", keypoint_temperature=0.0)
 
 
 def test_checkpoint_with_code_in_it_is_refused(tmp_path):

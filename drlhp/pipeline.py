@@ -41,6 +41,7 @@ observations, info formats) into ``step()`` calls on this class.
 """
 from __future__ import annotations
 
+import atexit
 import contextlib
 import logging
 import multiprocessing
@@ -49,7 +50,8 @@ import queue
 import secrets
 import sys
 import time
-from collections.abc import Sequence
+import weakref
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -114,6 +116,8 @@ class PreferencePipeline:
         self._clips = EpisodeClips(frame_spec, config.segment_length, n_envs) if config.collect_prefs else None
         self._workers: Workers | None = None
         self._channel: SegmentChannel | None = None
+        # The counters exist without background processes too, so stats() has the same keys in every mode.
+        self._stats = SharedStats(multiprocessing.get_context(config.mp_start_method))
         if config.collect_prefs or config.train_reward:
             self._start_workers(pretrained_ckpt, human, web)
         if config.resume:
@@ -123,9 +127,12 @@ class PreferencePipeline:
         """Start the trainer (and the interface, when collecting); return once the trainer is ready."""
         c, frame_spec = self.config, self.frame_spec
         ctx = multiprocessing.get_context(c.mp_start_method)
-        self._stats = SharedStats(ctx)
         self._workers = Workers(ctx, c.log_level)
         self._closed = False
+        # A script that ends without close() (or ``with``) would hang in __del__: close() starts a queue
+        # thread, which the interpreter can no longer do by then. So close at exit, before that.
+        self._close_at_exit = _close_at_exit(weakref.ref(self))
+        atexit.register(self._close_at_exit)
         self._pref_queue = ctx.Queue(64)
         self._run_start, self._commands, self._replies = ctx.Queue(1), ctx.Queue(), ctx.Queue()
         self._url_queue = ctx.Queue(1)
@@ -193,8 +200,8 @@ class PreferencePipeline:
         ``using_reward_from_predictor``, else None (use the env's own reward).
         """
         self.check_workers()
+        self._stats.env_steps.value += self.n_envs if recorded is None else sum(recorded)
         if self._clips is not None:
-            self._stats.env_steps.value += self.n_envs if recorded is None else sum(recorded)
             for env_index, episode, clip_frames, clip_rewards in self._clips.add(frames, true_rewards, recorded,
                                                                                  episode_ends):
                 assert self._channel is not None  # collecting clips: _start_workers made the channel
@@ -331,11 +338,10 @@ class PreferencePipeline:
                "tail_frames_dropped": self._clips.n_tail_frames_dropped if self._clips is not None else 0}
         if self._channel is not None:
             out.update(segments_sent=self._channel.n_sent, segments_dropped=self._channel.n_dropped)
-        if self._workers is not None:
-            out.update(self._stats.as_dict())
-            budget = self.config.label_budget
-            out.update(label_budget=budget,
-                       labels_remaining=None if budget is None else max(0, budget - out["labels_asked"]))
+        out.update(self._stats.as_dict())
+        budget = self.config.label_budget
+        out.update(label_budget=budget,
+                   labels_remaining=None if budget is None else max(0, budget - out["labels_asked"]))
         out["predictor_training_step"] = self._predictor.training_step if self._predictor else None
         return out
 
@@ -356,6 +362,7 @@ class PreferencePipeline:
         if self._closed:
             return
         self._closed = True
+        atexit.unregister(self._close_at_exit)
         workers = self._workers
         assert workers is not None  # it was not closed: _start_workers made them
         unreported: WorkerError | None = None
@@ -391,6 +398,15 @@ class PreferencePipeline:
                 self.close()
             except Exception:
                 pass
+
+
+def _close_at_exit(pipeline: weakref.ref) -> Callable[[], None]:
+    """An exit handler that closes the pipeline if it is still open (it holds no reference to it)."""
+    def close() -> None:
+        p = pipeline()
+        if p is not None:
+            p.close()
+    return close
 
 
 def _file_version(path: str) -> tuple | None:

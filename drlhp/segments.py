@@ -1,12 +1,15 @@
 """Cutting the observation stream into fixed-length segments of one episode each."""
 from __future__ import annotations
 
+import logging
 import zlib
 from dataclasses import dataclass
 
 import numpy as np
 
 from drlhp.frames import FrameSpec
+
+log = logging.getLogger("drlhp")
 
 
 @dataclass
@@ -129,6 +132,7 @@ class EpisodeClips:
         self._episode_ids = list(range(n_envs))
         self._next_episode_id = n_envs
         self._episode_steps = [0] * n_envs
+        self._made_a_clip = self._warned_short = False
 
     def add(self, frames: np.ndarray, rewards, recorded=None,
             episode_ends=None) -> list[tuple[int, int, np.ndarray, np.ndarray]]:
@@ -145,6 +149,7 @@ class EpisodeClips:
                 clip = builder.add(frames[i], float(rewards[i]))
                 if clip is not None:
                     clips.append((i, self._episode_ids[i], *clip))
+                    self._made_a_clip = True
             if episode_ends is not None and episode_ends[i]:
                 self.end_episode(i)
         return clips
@@ -153,10 +158,20 @@ class EpisodeClips:
         """Env ``env_index``'s episode ended (or it was reset): its unfinished clip is dropped."""
         # Called at the end of an episode and again by the reset() that follows: count it once.
         if self._episode_steps[env_index]:
+            self._warn_if_too_short(self._episode_steps[env_index])
             self.builders[env_index].end_episode()
             self._episode_ids[env_index] = self._next_episode_id
             self._next_episode_id += 1
             self._episode_steps[env_index] = 0
+
+    def _warn_if_too_short(self, episode_steps: int) -> None:
+        """Say so (once) when episodes end before a first clip: labelling would otherwise wait in silence."""
+        length = self.builders[0].length
+        if episode_steps < length and not self._made_a_clip and not self._warned_short:
+            self._warned_short = True
+            log.warning("an episode ended after %d steps, before a clip of segment_length=%d steps was complete: "
+                        "no clip is made from episodes this short, so there is nothing to label. Use a "
+                        "segment_length shorter than the env's episodes.", episode_steps, length)
 
     @property
     def n_tail_frames_dropped(self) -> int:

@@ -135,6 +135,28 @@ def test_children_save_labels_and_exit_when_the_main_process_dies(tmp_path):
         assert env.stats()["run_labels"] >= 10
 
 
+@pytest.mark.parametrize("ending", ["", "raise RuntimeError('the script failed')"])
+def test_a_script_that_ends_without_close_exits_and_keeps_its_labels(tmp_path, ending):
+    # Before the exit handler, __del__ closed the pipeline during interpreter shutdown and hung for ever.
+    script = textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {os.path.dirname(__file__)!r})
+        from conftest import FakePixelEnv, FAST, step_until
+        from drlhp import HumanPreferencesEnvWrapper
+        if __name__ == "__main__":
+            env = HumanPreferencesEnvWrapper(FakePixelEnv(), log_dir={str(tmp_path)!r}, train_reward=False, **FAST)
+            step_until(env, lambda: env.stats()["prefs_received"] >= 5)
+            print(" ".join(str(p.pid) for p in env.pipeline.processes.values()), flush=True)
+            {ending}
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == (1 if ending else 0), proc.stderr
+    for pid in map(int, proc.stdout.split()):
+        assert not os.path.exists(f"/proc/{pid}"), "a worker outlived the script"
+    saved = PrefDB.load(str(tmp_path / "train.pkl.gz")), PrefDB.load(str(tmp_path / "val.pkl.gz"))
+    assert sum(len(db) for db in saved) >= 5
+
+
 def test_labels_are_autosaved_at_intervals(tmp_path):
     with HumanPreferencesEnvWrapper(FakePixelEnv(), log_dir=str(tmp_path), train_reward=False,
                                     prefs_autosave_interval=0.2, **FAST) as env:

@@ -42,6 +42,22 @@ def test_episode_clips_follow_each_envs_episodes_and_skip_unrecorded_steps():
     assert clips.n_tail_frames_dropped == 1
 
 
+def test_episodes_shorter_than_a_clip_are_reported_once_and_only_before_a_first_clip(caplog):
+    clips = EpisodeClips(SPEC, 3, n_envs=1)
+    frame = np.zeros((1, 6, 6, 1), np.uint8)
+    for episode_length in (2, 2):  # the seed's workflow 1 on an env whose episodes are shorter than its clips
+        for t in range(episode_length):
+            clips.add(frame, [0.0], episode_ends=[t == episode_length - 1])
+    warnings = [r.getMessage() for r in caplog.records if "segment_length=3" in r.getMessage()]
+    assert len(warnings) == 1 and "after 2 steps" in warnings[0]
+
+    caplog.clear()
+    long_enough = EpisodeClips(SPEC, 3, n_envs=1)
+    for t in range(5):  # a clip, then an episode end with a 2-frame tail: normal, nothing to say
+        long_enough.add(frame, [0.0], episode_ends=[t == 4])
+    assert long_enough.n_tail_frames_dropped == 2 and not caplog.records
+
+
 def test_channel_moves_segments_and_drops_when_full():
     ctx = multiprocessing.get_context("spawn")
     channel = SegmentChannel(ctx, SPEC, 3, n_slots=2)

@@ -4,7 +4,7 @@ process vs a bare PyTorch loop of the same network, batch size and data, same ru
 drlhp: workflow 3 (train from a saved preference database: checkpoint + normaliser
 fit + validation every 100 steps, one torch thread), with one network and 16 pairs a
 step like the bare loop (``SAME_AS_BARE``): this measures the loop around the
-network, not the ensemble's extra work (``ensemble_forward.py``, the README).
+network, not the ensemble's extra work (``ensemble_forward.py``, docs/benchmarks.md).
 Bare loop: sample indices, stack frames, convert, forward, loss, backward, step.
 Aim: drlhp >= 0.9x the bare loop. Then ``drlhp train-reward``'s loop (the same
 code, in this process) on the same database: aim within 10 % of the trainer process.

@@ -4,8 +4,8 @@ Unlike the terminal labeller, which asks one pair and waits, this one works many
 pairs at once: the interface offers pairs into a ``PairPool`` while labellers
 ask for them, and records each answer (journal first) as it comes; the browser's
 request for the next pair returns once its answer is on disk. See
-``drlhp.web_server`` for the routes and their checks, and the README's "Label in
-a browser" for reaching the page from a laptop (ssh -L).
+``drlhp.web_server`` for the routes and their checks, and docs/labelling.md
+("In a browser") for reaching the page from a laptop (ssh -L).
 """
 from __future__ import annotations
 

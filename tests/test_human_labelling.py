@@ -127,7 +127,7 @@ def test_a_cluster_service_asks_in_the_labellers_terminal_and_shows_a_window(tmp
     display, env, tmux = screen_and_terminal
     stop_file = tmp_path / "stop"
     script = os.path.join(os.path.dirname(__file__), "scripts", "cluster_human_session.py")
-    # The labeller's own terminal, as the README says: `tty; sleep infinity` in a second one.
+    # The labeller's own terminal, as docs/labelling.md says: `tty; sleep infinity` in a second one.
     in_labeller = lambda *a: tmux(*a[:2], "-t", "labeller", *a[2:])  # noqa: E731
     in_driver = lambda *a: tmux(*a[:2], "-t", "driver", *a[2:])  # noqa: E731
     tmux("new-session", "-d", "-s", "labeller", "-x", "160", "-y", "50", "tty; sleep 600")

@@ -9,7 +9,7 @@ without a change. Its callbacks log the true episode return
 the driver, check the service (a failure there raises from ``algo.train()``) and put
 its counters in ``result["drlhp"]``.
 
-Why relabel in the runners rather than on the learner: see the README's "Scaling out".
+Why relabel in the runners rather than on the learner: see docs/ray.md ("The design").
 """
 from __future__ import annotations
 

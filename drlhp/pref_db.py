@@ -16,12 +16,14 @@ written: the journal's labels from there on are replayed on top of it
 """
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import math
 import os
 import zlib
 from collections import deque
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -118,27 +120,12 @@ class PrefDB:
     @classmethod
     def load(cls, path: str, maxlen: int | None = None) -> PrefDB:
         """Read a file written by ``save``; raises ``PrefDBFormatError`` naming what is wrong."""
-        try:
-            with gzip.open(path, "rb") as f:
-                return cls._read(f, path, maxlen)
-        except PrefDBFormatError:
-            raise
-        except (OSError, EOFError, zlib.error, ValueError, KeyError, TypeError, json.JSONDecodeError) as e:
-            if isinstance(e, FileNotFoundError):
-                raise
-            raise _format_error(path, f"{type(e).__name__}: {e}") from e
+        with _reading(path) as f:
+            return cls._read(f, path, maxlen)
 
     @classmethod
     def _read(cls, f: gzip.GzipFile, path: str, maxlen: int | None) -> PrefDB:
-        if f.peek(1)[:1] == b"\x80":
-            raise _format_error(
-                path,
-                "it is a Python pickle (the original TensorFlow drlhp's format?). Pickles are "
-                "not loaded because unpickling can run code from the file",
-            )
-        header = json.loads(_read(f).tobytes().decode())
-        if header.get("format") != FORMAT_NAME or header.get("version") not in READABLE_VERSIONS:
-            raise _format_error(path, f"unknown header {header!r}")
+        header = _read_header(f, path)
         ids, rewards, pair_ids, labels = _read(f), _read(f), _read(f), _read(f)
         n_seg, n_prefs = int(header["n_segments"]), int(header["n_prefs"])
         labellers = _read(f) if header["version"] >= 3 else np.full(n_prefs, "")
@@ -187,6 +174,29 @@ def _write(f: gzip.GzipFile, array: np.ndarray) -> None:
 
 def _read(f: gzip.GzipFile) -> np.ndarray:
     return np.lib.format.read_array(f, allow_pickle=False)
+
+
+@contextlib.contextmanager
+def _reading(path: str) -> Iterator[gzip.GzipFile]:
+    """The file opened for reading; whatever is wrong with its contents raises ``PrefDBFormatError``."""
+    try:
+        with gzip.open(path, "rb") as f:
+            yield f
+    except (PrefDBFormatError, FileNotFoundError):
+        raise
+    except (OSError, EOFError, zlib.error, ValueError, KeyError, TypeError, json.JSONDecodeError) as e:
+        raise _format_error(path, f"{type(e).__name__}: {e}") from e
+
+
+def _read_header(f: gzip.GzipFile, path: str) -> dict:
+    if f.peek(1)[:1] == b"\x80":
+        raise _format_error(path, "it is a Python pickle (the original TensorFlow drlhp's format?). Pickles are "
+                                  "not loaded because unpickling can run code from the file")
+    header = json.loads(_read(f).tobytes().decode())
+    if not isinstance(header, dict) or header.get("format") != FORMAT_NAME or \
+            header.get("version") not in READABLE_VERSIONS:
+        raise _format_error(path, f"unknown header {header!r}")
+    return header
 
 
 def _format_error(path: str, why: str) -> PrefDBFormatError:
@@ -277,8 +287,8 @@ def clip_format(directory: str) -> tuple[tuple[int, ...], np.dtype]:
     """Shape ``(length, *frame_shape)`` and dtype of the clips labelled in ``directory``, read cheaply."""
     train_path = os.path.join(directory, TRAIN_FILE)
     if os.path.exists(train_path):
-        with gzip.open(train_path, "rb") as f:
-            header = json.loads(_read(f).tobytes().decode())
+        with _reading(train_path) as f:
+            header = _read_header(f, train_path)
         if header.get("segment_shape"):
             return tuple(header["segment_shape"]), np.dtype(header["frame_dtype"])
     for rec in read_journal(directory):

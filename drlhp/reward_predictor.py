@@ -17,6 +17,8 @@ from __future__ import annotations
 import io
 import math
 import os
+import pickle
+import warnings
 from dataclasses import asdict, dataclass
 from typing import BinaryIO
 
@@ -286,7 +288,9 @@ class RewardPredictor:
     def load(cls, path: str | BinaryIO) -> RewardPredictor:
         """Load a checkpoint written by ``save`` (a path or a binary file); never executes code from it."""
         try:
-            state = torch.load(path, map_location="cpu", weights_only=True)
+            with warnings.catch_warnings():  # torch's notes on a foreign file's pickle protocol: the error says it
+                warnings.simplefilter("ignore")
+                state = torch.load(path, map_location="cpu", weights_only=True)
             if not isinstance(state, dict) or state.get("format") not in (CHECKPOINT_FORMAT, *OLD_CHECKPOINT_FORMATS):
                 raise ValueError("not a drlhp reward-predictor checkpoint")
             config = NetConfig.from_dict(state["net_config"])
@@ -300,10 +304,17 @@ class RewardPredictor:
         except FileNotFoundError:
             raise
         except Exception as e:  # torch raises many types for a corrupt or foreign file
-            raise ValueError(
-                f"Cannot load reward predictor checkpoint {path}: {type(e).__name__}: {e}. "
-                "Use a reward_predictor.ckpt written by drlhp's reward-training process."
-            ) from e
+            raise ValueError(f"{path} is not a valid drlhp reward-predictor checkpoint: {_why_unreadable(e)}. "
+                             "Use a reward_predictor.ckpt written by drlhp's reward-training process.") from e
+
+
+def _why_unreadable(e: Exception) -> str:
+    """What is wrong with a checkpoint file, in one line (torch's own messages run to many)."""
+    if isinstance(e, pickle.UnpicklingError) and "weights_only" in str(e):
+        return ("it holds Python objects, not only tensors (a pickle, or a checkpoint of another program); "
+                "not loaded, because loading it could run code from it")
+    first_line = str(e).strip().splitlines()[0] if str(e).strip() else ""
+    return f"{type(e).__name__}: {first_line[:200]}"
 
 
 def checkpoint_path(directory: str) -> str:

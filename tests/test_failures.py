@@ -54,7 +54,7 @@ def test_corrupt_prefs_file_fails_at_construction_with_its_reason(tmp_path):
 
 def test_corrupt_pretrained_checkpoint_is_refused(tmp_path):
     (tmp_path / "reward_predictor.ckpt").write_bytes(b"not a checkpoint")
-    with pytest.raises(ValueError, match="Cannot load reward predictor checkpoint"):
+    with pytest.raises(ValueError, match="is not a valid drlhp reward-predictor checkpoint"):
         HumanPreferencesEnvWrapper(FakePixelEnv(), pretrained_reward_predictor_dir=str(tmp_path),
                                    collect_prefs=False, train_reward=False)
 

@@ -114,7 +114,7 @@ def test_checkpoint_with_code_in_it_is_refused(tmp_path):
 
     path = str(tmp_path / "evil.ckpt")
     torch.save({"format": "drlhp-reward-predictor-v1", "x": Evil()}, path)
-    with pytest.raises(ValueError, match="Cannot load reward predictor checkpoint"):
+    with pytest.raises(ValueError, match="is not a valid drlhp reward-predictor checkpoint"):
         RewardPredictor.load(path)
     assert not marker.exists()
 
@@ -122,7 +122,7 @@ def test_checkpoint_with_code_in_it_is_refused(tmp_path):
 def test_corrupt_checkpoint_gets_a_clear_error(tmp_path):
     path = tmp_path / "reward_predictor.ckpt"
     path.write_bytes(b"\x00" * 100)
-    with pytest.raises(ValueError, match="Cannot load reward predictor checkpoint"):
+    with pytest.raises(ValueError, match="is not a valid drlhp reward-predictor checkpoint"):
         RewardPredictor.load(str(path))
 
 

@@ -9,14 +9,12 @@ The bundled envs ``"drlhp/MovingDot-v0"`` and ``"drlhp/MovingDotRandomTarget-v0"
 import gymnasium
 
 from drlhp.config import PreferenceConfig
+from drlhp.errors import CheckpointFormatError, LogDirHasLabelsError, LogDirInUseError, PrefDBFormatError, WorkerError
 from drlhp.frontend import PREDICTED_REWARD_KEY, TRUE_REWARD_KEY
 from drlhp.labellers import SyntheticTeacher
-from drlhp.log_dir_lock import LogDirInUseError
 from drlhp.pipeline import PreferencePipeline
-from drlhp.pref_db import PrefBuffer, PrefDB, PrefDBFormatError
-from drlhp.processes import WorkerError
+from drlhp.pref_db import PrefBuffer, PrefDB
 from drlhp.reward_predictor import RewardPredictor
-from drlhp.run_dir import LogDirHasLabelsError
 from drlhp.vector import HumanPreferencesVectorWrapper
 from drlhp.wrapper import HumanPreferencesEnvWrapper
 
@@ -30,6 +28,6 @@ if "drlhp/MovingDot-v0" not in gymnasium.registry:
 
 __all__ = [
     "HumanPreferencesEnvWrapper", "HumanPreferencesVectorWrapper", "PreferenceConfig", "PreferencePipeline",
-    "RewardPredictor", "SyntheticTeacher", "PrefDB", "PrefBuffer", "PrefDBFormatError",
+    "RewardPredictor", "SyntheticTeacher", "PrefDB", "PrefBuffer", "PrefDBFormatError", "CheckpointFormatError",
     "WorkerError", "LogDirInUseError", "LogDirHasLabelsError", "TRUE_REWARD_KEY", "PREDICTED_REWARD_KEY",
 ]

@@ -16,11 +16,9 @@ import os
 import sys
 import time
 
+from drlhp.errors import LogDirInUseError
+
 LOCK_FILENAME = "drlhp.lock"
-
-
-class LogDirInUseError(RuntimeError):
-    """Another drlhp run is using this ``log_dir``."""
 
 
 class LogDirLock:

@@ -27,6 +27,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from drlhp.errors import PrefDBFormatError
 from drlhp.files import atomic_write
 from drlhp.label_journal import journal_files, read_journal
 from drlhp.segments import PackedSegment, Segment, pack
@@ -36,10 +37,6 @@ FORMAT_VERSION = 3
 READABLE_VERSIONS = (1, 2, 3)
 TRAIN_FILE = "train.pkl.gz"
 VAL_FILE = "val.pkl.gz"
-
-
-class PrefDBFormatError(ValueError):
-    """A preference file is corrupt, tampered with, or not a drlhp preference database."""
 
 
 class PrefDB:

@@ -24,11 +24,9 @@ import time
 import traceback
 from typing import Callable, cast
 
+from drlhp.errors import WorkerError
+
 log = logging.getLogger("drlhp")
-
-
-class WorkerError(RuntimeError):
-    """A drlhp background process failed; the message carries its traceback."""
 
 
 class StopFlag:

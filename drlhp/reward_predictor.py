@@ -27,6 +27,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from drlhp.errors import CheckpointFormatError
 from drlhp.files import atomic_write
 from drlhp.frames import FrameSpec, frames_to_net_input
 from drlhp.inference import inference_ops
@@ -304,8 +305,9 @@ class RewardPredictor:
         except FileNotFoundError:
             raise
         except Exception as e:  # torch raises many types for a corrupt or foreign file
-            raise ValueError(f"{path} is not a valid drlhp reward-predictor checkpoint: {_why_unreadable(e)}. "
-                             "Use a reward_predictor.ckpt written by drlhp's reward-training process.") from e
+            raise CheckpointFormatError(
+                f"{path} is not a valid drlhp reward-predictor checkpoint: {_why_unreadable(e)}. "
+                "Use a reward_predictor.ckpt written by drlhp's reward-training process.") from e
 
 
 def _why_unreadable(e: Exception) -> str:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 
+from drlhp.errors import LogDirHasLabelsError
 from drlhp.files import append_csv_row, set_aside
 from drlhp.label_journal import journal_files
 from drlhp.pref_db import has_labels
@@ -29,10 +30,6 @@ HUMAN_LABELS_FILENAME = "human_labels.csv"
 HUMAN_LABEL_COLUMNS = ("pair", "clip_left", "clip_right", "label", "labeller", "seconds_to_answer", "display_fps",
                        "seconds_from_last_answer_to_this_pair")
 TRAINER_STATE_FILENAME = "optimizer_state.pt"
-
-
-class LogDirHasLabelsError(FileExistsError):
-    """A new run would collect into a ``log_dir`` that holds an earlier run's labels."""
 
 
 def checkpoint_file(log_dir: str) -> str:

@@ -11,14 +11,12 @@ from __future__ import annotations
 import os
 import select
 
+from drlhp.errors import InvalidAnswer
+
 #: What a person types, and the label it means (P(left clip is better)).
 ANSWERS = {"l": 1.0, "left": 1.0, "r": 0.0, "right": 0.0, "e": 0.5, "equal": 0.5}
 INCOMPARABLE = None
 HELP = "Type L (left is better), R (right is better), E (equally good), or just Enter if they can't be compared."
-
-
-class InvalidAnswer(ValueError):
-    pass
 
 
 def parse_answer(text: str) -> float | None:

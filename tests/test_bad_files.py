@@ -10,7 +10,7 @@ import pytest
 import torch
 from conftest import FAST, FakePixelEnv
 
-from drlhp import HumanPreferencesEnvWrapper
+from drlhp import CheckpointFormatError, HumanPreferencesEnvWrapper
 from drlhp.cli import main as drlhp_command
 from drlhp.frames import infer_frame_spec
 from drlhp.pref_db import PrefBuffer
@@ -94,7 +94,7 @@ def test_a_bad_checkpoint_is_refused_the_same_way_by_every_command(tmp_path, kin
         f.write(bad_bytes(kind, str(tmp_path / "ran"), checkpoint=True))
     assert drlhp_command(["eval-reward", bad_file, prefs]) != 0
     assert_one_line(capsys.readouterr().err.strip(), bad_file, CKPT_ERROR)
-    with pytest.raises(ValueError) as refused:
+    with pytest.raises(CheckpointFormatError) as refused:
         HumanPreferencesEnvWrapper(FakePixelEnv(), pretrained_reward_predictor_dir=str(tmp_path / "ckpt"),
                                    collect_prefs=False, train_reward=False)
     assert_one_line(str(refused.value), bad_file, CKPT_ERROR)

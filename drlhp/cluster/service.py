@@ -25,6 +25,7 @@ import torch
 
 from drlhp.cluster.clip_stream import PackedClip, RateCap
 from drlhp.config import PreferenceConfig
+from drlhp.errors import PreferenceServiceDied
 from drlhp.frames import FrameSpec, infer_frame_spec
 from drlhp.pipeline import PreferencePipeline
 from drlhp.processes import WorkerError
@@ -36,10 +37,6 @@ log = logging.getLogger("drlhp")
 
 #: Ray namespace of drlhp's named actors, so runners of any job find the service by name.
 NAMESPACE = "drlhp"
-
-
-class PreferenceServiceDied(RuntimeError):
-    """The preference service's actor (or its node) died; the message says where its labels are."""
 
 
 def import_ray():

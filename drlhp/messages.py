@@ -45,4 +45,28 @@ class SavePrefs(NamedTuple):
     directory: str
 
 
+class TrainerReady(NamedTuple):
+    """Trainer -> main, once it holds the log_dir lock and has loaded what the run starts from."""
+
+    n_train: int
+    n_val: int
+    n_labels: int  # every label of the run so far
+    training_step: int  # the reward network's
+
+
+class PrefsSaved(NamedTuple):
+    """Trainer -> main: the reply to ``SavePrefs``."""
+
+    paths: list[str]
+    n_train: int
+    n_val: int
+
+
+class TrainerFailed(NamedTuple):
+    """Trainer -> main, instead of a reply: ``error`` is raised in the main process (a ``log_dir`` in use, a
+    bad file to start from, or a ``WorkerError`` carrying the traceback of a command that failed)."""
+
+    error: BaseException
+
+
 # A ``None`` on a queue means "no more messages from this sender".

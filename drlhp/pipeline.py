@@ -52,15 +52,14 @@ import sys
 import time
 import weakref
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import torch
 
 from drlhp.config import PreferenceConfig
 from drlhp.frames import FrameSpec
-from drlhp.log_dir_lock import LogDirInUseError
-from drlhp.messages import SavePrefs
+from drlhp.messages import PrefsSaved, SavePrefs, TrainerFailed, TrainerReady
 from drlhp.pref_interface import InterfaceConfig, run_pref_interface
 from drlhp.processes import SharedStats, StopFlag, WorkerError, Workers
 from drlhp.reward_predictor import CHECKPOINT_DIRNAME, CHECKPOINT_FILENAME, NetConfig, RewardPredictor, checkpoint_path
@@ -70,6 +69,7 @@ from drlhp.segments import EpisodeClips
 from drlhp.trainer_process import TrainerConfig, run_reward_trainer
 
 log = logging.getLogger("drlhp")
+Reply = TypeVar("Reply", TrainerReady, PrefsSaved)
 
 
 class PreferencePipeline:
@@ -171,7 +171,7 @@ class PreferencePipeline:
                                     self._url_queue if web else None, stop_event=self._interface_stop)
             # Wait until the trainer holds the log_dir lock and has loaded what the run starts from,
             # so a busy log_dir or a bad file fails here, with its own message.
-            ready = self._await_reply("ready", timeout=120.0)
+            ready = self._await_reply(TrainerReady, timeout=120.0)
             if web:  # and until the page is served (a port in use fails here)
                 self.labelling_url = self._await_queue(self._url_queue, "pref_interface", timeout=60.0)
                 print(f"drlhp: label at {self.labelling_url}", file=sys.stderr, flush=True)
@@ -181,7 +181,7 @@ class PreferencePipeline:
             raise
         if c.resume:
             log.info("resumed the run in %s: %d labels (%d training, %d validation), reward network at step %d",
-                     c.log_dir, ready["n_labels"], ready["n_train"], ready["n_val"], ready["training_step"])
+                     c.log_dir, ready.n_labels, ready.n_train, ready.n_val, ready.training_step)
 
     # -- the per-step path ------------------------------------------------------
     def step(self, frames: np.ndarray, true_rewards: Sequence[float], recorded: Sequence[bool] | None = None,
@@ -304,10 +304,10 @@ class PreferencePipeline:
         if self._closed or self._workers is None:
             raise RuntimeError("save_prefs() needs a running wrapper with collect_prefs=True or prefs_dir=.")
         self._commands.put(SavePrefs(self.config.log_dir))
-        result = self._await_reply("ok", timeout)
-        log.info("saved %d training and %d validation preferences to %s", result["n_train"], result["n_val"],
+        saved = self._await_reply(PrefsSaved, timeout)
+        log.info("saved %d training and %d validation preferences to %s", saved.n_train, saved.n_val,
                  self.config.log_dir)
-        return result["paths"]
+        return saved.paths
 
     def _await_queue(self, q, sender: str, timeout: float) -> Any:
         """The next item on ``q``, checking all the while that the workers are alive."""
@@ -320,16 +320,14 @@ class PreferencePipeline:
                 continue
         raise TimeoutError(f"drlhp's {sender} process did not answer within {timeout} s")
 
-    def _await_reply(self, expected: str, timeout: float) -> Any:
+    def _await_reply(self, expected: type[Reply], timeout: float) -> Reply:
         """The trainer's next reply, checking all the while that the workers are alive."""
-        status, result = self._await_queue(self._replies, "reward_trainer", timeout)
-        if status == "log_dir_in_use":
-            raise LogDirInUseError(result)
-        if status == "startup_error":
-            raise result
-        if status != expected:
-            raise WorkerError(f"drlhp's reward_trainer process reported an error:\n{result}")
-        return result
+        reply = self._await_queue(self._replies, "reward_trainer", timeout)
+        if isinstance(reply, TrainerFailed):
+            raise reply.error
+        if not isinstance(reply, expected):
+            raise WorkerError(f"drlhp's reward_trainer process replied {reply!r}, not a {expected.__name__}")
+        return reply
 
     def stats(self) -> dict:
         """Counters: clips sent/dropped, labels, preferences received, reward-training steps."""

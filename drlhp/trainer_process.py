@@ -31,10 +31,20 @@ import torch
 
 from drlhp.augment import Augmentation
 from drlhp.bootstrap import member_batches
+from drlhp.errors import WorkerError
 from drlhp.files import append_csv_row
 from drlhp.label_journal import journal_files, remove_journal
 from drlhp.log_dir_lock import LogDirInUseError, LogDirLock
-from drlhp.messages import ForgetSegment, Preference, RunStart, SavePrefs, SegmentData
+from drlhp.messages import (
+    ForgetSegment,
+    Preference,
+    PrefsSaved,
+    RunStart,
+    SavePrefs,
+    SegmentData,
+    TrainerFailed,
+    TrainerReady,
+)
 from drlhp.normaliser import MIN_STD, RewardNormaliser
 from drlhp.pref_db import PrefBuffer, PrefDBFormatError, has_labels
 from drlhp.reward_predictor import NetConfig, RewardPredictor
@@ -289,18 +299,19 @@ class RewardTrainingLoop:
             return
         if isinstance(cmd, SavePrefs):
             try:
-                self.replies.put(("ok", self._save_prefs(cmd.directory)))
+                self.replies.put(self._save_prefs(cmd.directory))
             except Exception:
-                self.replies.put(("error", traceback.format_exc()))
+                self.replies.put(TrainerFailed(WorkerError(
+                    f"drlhp's reward_trainer process could not save the labels:\n{traceback.format_exc()}")))
 
-    def _save_prefs(self, directory: str) -> dict:
+    def _save_prefs(self, directory: str) -> PrefsSaved:
         with self.lock:
             n_unsaved = self.receiver.n_unsaved
             paths = self.buffer.save(directory)
             if _same_dir(directory, self.config.log_dir):
                 self.receiver.n_unsaved -= n_unsaved
                 self.stats.labels_in_snapshot.value = self.buffer.n_received  # the journal may drop these now
-            return {"paths": paths, "n_train": len(self.buffer.train_db), "n_val": len(self.buffer.val_db)}
+            return PrefsSaved(paths, len(self.buffer.train_db), len(self.buffer.val_db))
 
     def _sample(self, db, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """A training batch: each ensemble member's ``n`` pairs from its bootstrap resample of ``db``."""
@@ -439,7 +450,7 @@ def run_reward_trainer(config: TrainerConfig, pref_queue, run_start, commands, r
         assert parent is not None and parent.pid is not None  # a worker process: the program started it
         LogDirLock(config.log_dir).acquire(parent.pid)
     except LogDirInUseError as e:
-        replies.put(("log_dir_in_use", str(e)))
+        replies.put(TrainerFailed(e))
         stop_event.wait()  # the main process raises the error and stops us
         return
     if config.torch_threads:
@@ -449,11 +460,10 @@ def run_reward_trainer(config: TrainerConfig, pref_queue, run_start, commands, r
     try:
         loop = RewardTrainingLoop(config, pref_queue, commands, replies, stop_event, stats)
     except STARTUP_ERRORS as e:
-        replies.put(("startup_error", e))
+        replies.put(TrainerFailed(e))
         stop_event.wait()
         return
     if config.collect_prefs:
         run_start.put(loop.run_start())
-    replies.put(("ready", {"n_train": len(loop.buffer.train_db), "n_val": len(loop.buffer.val_db),
-                           "n_labels": loop.buffer.n_received, "training_step": loop.step}))
+    replies.put(TrainerReady(len(loop.buffer.train_db), len(loop.buffer.val_db), loop.buffer.n_received, loop.step))
     loop.run()

@@ -128,11 +128,11 @@ class PreferencePipeline:
         c, frame_spec = self.config, self.frame_spec
         ctx = multiprocessing.get_context(c.mp_start_method)
         self._workers = Workers(ctx, c.log_level)
-        self._closed = False
         # A script that ends without close() (or ``with``) would hang in __del__: close() starts a queue
         # thread, which the interpreter can no longer do by then. So close at exit, before that.
         self._close_at_exit = _close_at_exit(weakref.ref(self))
         atexit.register(self._close_at_exit)
+        self._closed = False
         self._pref_queue = ctx.Queue(64)
         self._run_start, self._commands, self._replies = ctx.Queue(1), ctx.Queue(), ctx.Queue()
         self._url_queue = ctx.Queue(1)

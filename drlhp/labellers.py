@@ -18,13 +18,23 @@ from drlhp.segments import Segment
 
 
 class Labeller(Protocol):
-    #: How many pairs to ask about per newly arrived segment; ``None`` asks as
-    #: fast as the labeller answers (a person is slower than segments arrive).
+    """What the preference interface asks for a label: pass your own as ``labeller=``.
+
+    It runs in the interface process, so it must pickle (a module-level class). Its
+    ``pairs_per_segment`` says how many pairs to ask about per newly arrived clip;
+    ``None`` asks as fast as it answers (a person is slower than clips arrive).
+    """
+
     pairs_per_segment: float | None
 
-    def label(self, a: Segment, b: Segment) -> float | None: ...
+    def label(self, a: Segment, b: Segment) -> float | None:
+        """The label of one pair: 1.0 if clip ``a`` is better, 0.0 if ``b`` is, 0.5 if they are
+        equally good, or None when they cannot be compared (not stored; it still counts as asked)."""
+        ...
 
-    def close(self) -> None: ...
+    def close(self) -> None:
+        """Release what the labeller holds (a window, a terminal); called once, when the run stops."""
+        ...
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,6 @@ ALSO_PUBLIC = ["drlhp.labellers.Labeller", "drlhp.learning_curve.read_learning_c
 # with ``#:`` comments, which griffe (and so the reference) does not read.
 MISSING_DOCSTRINGS = {
     "drlhp.TRUE_REWARD_KEY", "drlhp.PREDICTED_REWARD_KEY", "drlhp.cluster.NAMESPACE", "drlhp.envs.MovingDotEnv",
-    "drlhp.labellers.Labeller", "drlhp.labellers.Labeller.label", "drlhp.labellers.Labeller.close",
     # Methods and properties of public classes, by the path users reach them from.
     *(f"{cls}.{member}"
       for cls in ("drlhp.HumanPreferencesEnvWrapper", "drlhp.HumanPreferencesVectorWrapper",

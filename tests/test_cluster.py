@@ -47,15 +47,26 @@ def cluster():
     # ray.shutdown() by minutes: end them here so that nothing outlives the tests, and fail
     # only on a process that is not Ray's -- one that drlhp left behind.
     left = {p: _command_line(p) for p in descendants if not gone(p.pid)}
-    for p in left:
+    rays = [p for p, cmd in left.items() if not cmd or _is_rays(cmd)]
+    _kill(rays)
+    assert wait_for(lambda: all(gone(p.pid) for p in rays), timeout=30), f"unkillable: {left}"
+    # What Ray's stragglers still held open ends by itself once they are gone (a multiprocessing resource
+    # tracker serves every process that inherited its pipe): wait for it before calling it left behind.
+    others = [p for p in left if p not in rays]
+    if not wait_for(lambda: all(gone(p.pid) for p in others), timeout=30):
+        survivors = {p.pid: left[p] for p in others if not gone(p.pid)}
+        _kill(others)
+        raise AssertionError(f"left behind after ray.shutdown(): {survivors}")
+    warnings.warn(f"Ray's own processes outlived ray.shutdown() by 60 s; killed: {[left[p] for p in rays]}",
+                  stacklevel=2)
+
+
+def _kill(processes) -> None:
+    for p in processes:
         try:
             p.kill()
         except psutil.NoSuchProcess:
             pass
-    assert wait_for(lambda: all(gone(p.pid) for p in left), timeout=30), f"unkillable: {left}"
-    not_rays = {p.pid: cmd for p, cmd in left.items() if cmd and not _is_rays(cmd)}
-    assert not not_rays, f"left behind after ray.shutdown(): {not_rays}"
-    warnings.warn(f"Ray's own processes outlived ray.shutdown() by 60 s; killed: {list(left.values())}", stacklevel=2)
 
 
 def _command_line(process) -> str:

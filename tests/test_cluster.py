@@ -36,10 +36,13 @@ def cluster():
     # The workers import this module (its actor class and env maker) from the tests folder.
     here = os.path.dirname(os.path.abspath(__file__))
     path = os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p)
+    # Processes this test run had before (e.g. the resource tracker of an earlier test's wrapper, which lives
+    # as long as pytest does) are not the cluster's.
+    before = {p.pid for p in psutil.Process().children(recursive=True)}
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False,
              runtime_env={"env_vars": {"PYTHONPATH": path}})
     yield
-    descendants = psutil.Process().children(recursive=True)
+    descendants = [p for p in psutil.Process().children(recursive=True) if p.pid not in before]
     ray.shutdown()
     if wait_for(lambda: all(gone(p.pid) for p in descendants), timeout=60):
         return

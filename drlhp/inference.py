@@ -126,7 +126,7 @@ def inference_ops(net: nn.Module, in_shape: Sequence[int], one_frame: bool = Fal
     """The eval-mode ``net`` (built by ``build_reward_net`` for frames of ``in_shape``) as calls taking
     ``frames_to_net_input(frames)`` and returning each member's reward ``(N, M)``; with ``one_frame``,
     the calls fastest for N = 1 (they work for any N)."""
-    modules = [m for m in net.modules() if not isinstance(m, (nn.Sequential, nn.Dropout))]
+    modules = [m for m in net.modules() if not isinstance(m, (nn.Sequential, nn.Dropout, nn.Identity))]
     convs = [m for m in modules if isinstance(m, nn.Conv2d)]
     batchnorm = any(isinstance(m, nn.BatchNorm2d) for m in modules)
     gather = one_frame and bool(convs) and convs[0].groups > 1 and not batchnorm

@@ -61,7 +61,8 @@ class SpatialSoftmax(nn.Module):
 
 def spatial_softmax(x: torch.Tensor, grid: torch.Tensor, n_members: int, temperature: float = 1.0) -> torch.Tensor:
     """``SpatialSoftmax``'s computation: ``x`` (N, M*K, H, W), ``grid`` (H*W, 2) -> (N, M*2K)."""
-    n, c = x.shape[:2]
-    attention = torch.softmax(x.reshape(n, c, -1) / temperature, dim=-1)
-    xy = attention @ grid  # (N, M*K, 2)
-    return xy.view(n, n_members, c // n_members, 2).transpose(2, 3).reshape(n, 2 * c)
+    n, c, h, w = x.shape
+    # (N, H*W, C) is a view of the channels-last maps the network makes: no copy before the softmax.
+    attention = torch.softmax(x.permute(0, 2, 3, 1).reshape(n, h * w, c) * (1.0 / temperature), dim=1)
+    xy = grid.t() @ attention  # (N, 2, M*K)
+    return xy.view(n, 2, n_members, c // n_members).transpose(1, 2).reshape(n, 2 * c)

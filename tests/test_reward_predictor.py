@@ -91,6 +91,20 @@ def test_a_sharper_keypoint_softmax_moves_the_keypoint_onto_a_faintly_brighter_s
     assert soft.max() < 0.05 and sharp.min() > 0.5
 
 
+def test_the_keypoint_network_drops_out_only_in_its_dense_head():
+    net = build_reward_net(NetConfig(infer_frame_spec(np.zeros((32, 32, 1), np.uint8)), arch="keypoints",
+                                     dropout=0.5)).train()
+    body, head = net[0], net[1:]
+    x = torch.rand(4, 1, 32, 32)
+    torch.manual_seed(0)
+    assert torch.equal(body(x), body(x))  # the keypoints of a frame are the same in every training pass
+    features = body(x)
+    assert not torch.equal(head(features), head(features))
+    # A placeholder keeps dropout's place: checkpoints saved when the convolutions had dropout still load.
+    assert [type(m).__name__ for m in body] == ["Conv2d", "LeakyReLU", "Identity", "Conv2d", "LeakyReLU", "Identity",
+                                                "Conv2d", "SpatialSoftmax"]
+
+
 def test_a_keypoint_checkpoint_from_before_the_temperature_setting_loads_with_temperature_1(tmp_path):
     frames = np.random.default_rng(1).integers(0, 256, (5, 20, 20, 1), dtype=np.uint8)
     p = RewardPredictor(NetConfig(infer_frame_spec(frames[0]), arch="keypoints", keypoint_temperature=1.0))

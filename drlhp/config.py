@@ -87,7 +87,8 @@ class PreferenceConfig:
         reward_predictor_ckpt_interval: write a checkpoint every this many training steps.
         reward_predictor_lr: Adam learning rate of the reward network.
         reward_predictor_batch_size: labelled pairs per training step.
-        reward_predictor_dropout: dropout probability after every hidden layer.
+        reward_predictor_dropout: dropout probability after every hidden layer (the keypoint network:
+            its dense layers only).
         reward_predictor_batchnorm: add batch normalisation after every hidden layer. Atari
             frames need it: on Pong's flat background the network's units die without it.
         reward_net_arch: the reward network for image frames: ``"atari"``, the CNN of Christiano et

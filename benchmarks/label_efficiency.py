@@ -14,7 +14,8 @@ validation, which steers adaptive L2 every 4 rounds); the seconds it trained are
 (on one torch thread, as a run's trainer process). At each milestone it is
 scored on 1,000 fresh pairs of fresh clips of the same policy: held-out accuracy (sign of
 the predicted vs true return difference; pairs of equal true return left out), and the
-Spearman rho of per-frame predicted vs true reward. Mean +- sd over ``--seeds`` seeds.
+Spearman rho of per-frame predicted vs true reward on 100 of those clips spread over the stream. Mean +- sd
+over ``--seeds`` seeds.
 
     python benchmarks/label_efficiency.py [--seeds 3] [--workers 2] [--steps-per-label 1] [--quick]
         [--targets fixed random] [--policies random learning] [--teachers perfect noisy]
@@ -143,8 +144,10 @@ def run(task):
             predictor.normaliser = RewardNormaliser.fit(returns, 1.0)  # weights the members as the agent's reward does
             combined = dict(zip(used, predictor.normaliser(returns)))
             predicted = np.array([combined[a] - combined[b] for a, b in eval_pairs])
-            frames = np.concatenate([fresh[i].frames for i in used[:100]])
-            rho = spearman(predictor.normalised_rewards(frames), np.concatenate([fresh[i].rewards for i in used[:100]]))
+            # 100 of the scored clips, spread over the stream: a learning policy's clips change along it.
+            sample = used[np.linspace(0, len(used) - 1, 100).astype(int)]
+            frames = np.concatenate([fresh[i].frames for i in sample])
+            rho = spearman(predictor.normalised_rewards(frames), np.concatenate([fresh[i].rewards for i in sample]))
             results[len(pairs)] = (float(np.mean(np.sign(predicted) == wanted)), rho, seconds)
     return task, results
 

@@ -21,7 +21,7 @@ import numpy as np
 from common import make_env, one_thread
 
 from drlhp import HumanPreferencesEnvWrapper
-from drlhp.label_journal import journal_files
+from drlhp.labelling.journal import journal_files
 
 MAX_PREFS = 3000
 MIB = 2 ** 20

@@ -16,13 +16,13 @@ from typing import Any, Callable
 
 import numpy as np
 
-from drlhp.augment import Augmentation
-from drlhp.label_schedule import LabelSchedule
-from drlhp.labellers import Labeller, SyntheticTeacher
-from drlhp.pair_selection import SELECTIONS
-from drlhp.reward_predictor import ARCHS, DEFAULT_ARCH, DEFAULT_ENSEMBLE_SIZE, checkpoint_path
-from drlhp.run_dir import can_resume
-from drlhp.tensorboard_log import require_tensorboard
+from drlhp.labelling.labellers import Labeller, SyntheticTeacher
+from drlhp.labelling.pair_selection import SELECTIONS
+from drlhp.labelling.schedule import LabelSchedule
+from drlhp.reward.augment import Augmentation
+from drlhp.reward.predictor import ARCHS, DEFAULT_ARCH, DEFAULT_ENSEMBLE_SIZE, checkpoint_path
+from drlhp.reward.tensorboard_log import require_tensorboard
+from drlhp.storage.run_dir import can_resume
 
 LABELLING = ("terminal", "web")
 

@@ -5,9 +5,9 @@ import os
 import numpy as np
 import pytest
 
-from drlhp.label_journal import JournalWriter, journal_files, read_journal
+from drlhp.clips.segments import Segment, pack
+from drlhp.labelling.journal import JournalWriter, journal_files, read_journal
 from drlhp.pref_db import PrefBuffer
-from drlhp.segments import Segment, pack
 
 
 def clips(n, shape=(3, 6, 6, 1), seed=0):

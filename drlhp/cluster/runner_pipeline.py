@@ -1,6 +1,6 @@
 """A runner's end of a cluster's preference pipeline: clips out to the service, reward weights in.
 
-It has the per-step interface of ``drlhp.pipeline.PreferencePipeline`` (``step``,
+It has the per-step interface of ``drlhp.pipeline.preference_pipeline.PreferencePipeline`` (``step``,
 ``end_episode``, ``close``, ...), so drlhp's own front-ends drive it unchanged
 (``drlhp.cluster.runner_env``). Nothing on the step path waits on the network:
 
@@ -24,10 +24,10 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
+from drlhp.clips.segments import EpisodeClips
 from drlhp.cluster.clip_stream import PackedClip, RateCap
 from drlhp.cluster.service import import_ray, service_actor
-from drlhp.reward_predictor import RewardPredictor
-from drlhp.segments import EpisodeClips
+from drlhp.reward.predictor import RewardPredictor
 
 #: Unanswered clip batches a runner allows before it drops new ones (the service is behind).
 MAX_BATCHES_IN_FLIGHT = 4

@@ -23,15 +23,15 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from drlhp.clips.frames import FrameSpec, infer_frame_spec
 from drlhp.cluster.clip_stream import PackedClip, RateCap
 from drlhp.config import PreferenceConfig
 from drlhp.errors import PreferenceServiceDied
-from drlhp.frames import FrameSpec, infer_frame_spec
-from drlhp.pipeline import PreferencePipeline
-from drlhp.processes import WorkerError
+from drlhp.pipeline.preference_pipeline import PreferencePipeline
+from drlhp.pipeline.workers import WorkerError
 
 if TYPE_CHECKING:
-    from drlhp.reward_predictor import RewardPredictor
+    from drlhp.reward.predictor import RewardPredictor
 
 log = logging.getLogger("drlhp")
 

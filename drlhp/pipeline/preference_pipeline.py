@@ -1,0 +1,454 @@
+"""The preference pipeline behind every drlhp front-end, for any number of envs.
+
+::
+
+  RL algorithm (any: SB3 PPO/A2C, a CleanRL loop, your own)
+       | step(actions)                        ^ obs, rewards (true, or predicted + normalised)
+       v                                      |
+  front-end: HumanPreferencesEnvWrapper (N = 1), HumanPreferencesVectorWrapper
+  (gymnasium), drlhp.sb3.HumanPreferencesVecEnvWrapper (SB3) -- main process
+       | the N frames of a step (after obs_transform_func) + true rewards,
+       | which of them are real transitions, where episodes end
+       v
+  PreferencePipeline (this module, main process)
+       | EpisodeClips (one SegmentBuilder per env): a clip never spans two episodes of one env
+       v
+  SegmentChannel (shared-memory slots; no free slot -> clip dropped + counted)
+       |
+       v
+  preference-interface process (pref_interface.py): ring buffer of recent clips
+  of all envs -> pick an unasked pair -> labeller: synthetic | window + terminal |
+  web page (web_labeller.py: many pairs out at once) | yours
+  -> label journal (label_journal.py): appended and fsynced before the next pair
+       | SegmentData (once per clip, compressed), Preference, ForgetSegment, None = no more
+       v
+  pref_queue (bounded, blocking put: a label is never dropped)
+       |
+       v
+  reward-training process (trainer_process.py): receiver thread -> PrefBuffer ->
+  train / val PrefDB; main thread: minibatches, validation, SavePrefs commands,
+  snapshots (train.pkl.gz, val.pkl.gz) that let the journal shrink,
+  atomic checkpoint -> log_dir/reward_predictor_checkpoints/
+       | reward_predictor.ckpt (weights + normaliser)
+       v
+  PreferencePipeline: between steps, a cheap check for a newer checkpoint, then a
+  fast load; the N frames of a step go through the reward network in one batch.
+
+One pipeline serves all N envs of a vector env: two processes, one database,
+one reward network, one window and one prompt for a person, whatever N is.
+The front-ends only translate their env API's conventions (autoreset, terminal
+observations, info formats) into ``step()`` calls on this class.
+"""
+from __future__ import annotations
+
+import atexit
+import contextlib
+import logging
+import multiprocessing
+import os
+import queue
+import secrets
+import sys
+import time
+import weakref
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+import numpy as np
+import torch
+
+from drlhp.clips.frames import FrameSpec
+from drlhp.clips.segments import EpisodeClips
+from drlhp.config import PreferenceConfig
+from drlhp.labelling.interface import InterfaceConfig, run_pref_interface
+from drlhp.pipeline.messages import PrefsSaved, SavePrefs, TrainerFailed, TrainerReady
+from drlhp.pipeline.segment_channel import SegmentChannel
+from drlhp.pipeline.workers import SharedStats, StopFlag, WorkerError, Workers
+from drlhp.reward.predictor import CHECKPOINT_DIRNAME, CHECKPOINT_FILENAME, NetConfig, RewardPredictor, checkpoint_path
+from drlhp.reward.training_loop import TrainerConfig, run_reward_trainer
+from drlhp.storage.run_dir import HUMAN_LABELS_FILENAME
+
+log = logging.getLogger("drlhp")
+Reply = TypeVar("Reply", TrainerReady, PrefsSaved)
+
+
+class PreferencePipeline:
+    """Clips of ``n_envs`` envs in, predicted rewards out; owns the two background processes.
+
+    Args:
+        config: the run's settings.
+        frame_spec: what one env's frame (after ``obs_transform_func``) looks like.
+        n_envs: how many envs step together (1 for a plain gymnasium env).
+    """
+
+    def __init__(self, config: PreferenceConfig, frame_spec: FrameSpec, n_envs: int = 1) -> None:
+        if n_envs < 1:
+            raise ValueError(f"n_envs must be >= 1, got {n_envs}")
+        self._closed = True  # until the processes exist, close() has nothing to stop
+        self.config, self.frame_spec, self.n_envs = config, frame_spec, n_envs
+        human = _human_config(config, frame_spec) if config.human_labelling else None
+        web = _web_config(config, frame_spec) if config.web_labelling else None
+        self.labelling_url: str | None = None  # the labelling page's address, token included (labelling="web")
+        self._ckpt_path = os.path.join(config.log_dir, CHECKPOINT_DIRNAME, CHECKPOINT_FILENAME)
+        # A checkpoint already in log_dir is from an earlier run: only load ones this run writes
+        # (or, resuming, the run's own).
+        self._ckpt_seen: tuple | None = None if config.resume else _file_version(self._ckpt_path)
+        self._next_ckpt_poll = 0.0
+        self._user_choice: bool | None = None  # explicit switch_to_*() wins over the automatic switch
+        self._predictor: RewardPredictor | None = None
+        if config.torch_threads:
+            torch.set_num_threads(config.torch_threads)
+        if config.seed is not None:
+            torch.manual_seed(config.seed)
+
+        pretrained_ckpt = None
+        if config.pretrained_reward_predictor_dir:
+            pretrained_ckpt = checkpoint_path(config.pretrained_reward_predictor_dir)
+            self._predictor = RewardPredictor.load(pretrained_ckpt)
+            if self._predictor.config.frame_spec != frame_spec:
+                raise ValueError(
+                    f"The pretrained reward predictor expects frames {self._predictor.config.frame_spec}, "
+                    f"but this env gives {frame_spec}. Use the same env and obs_transform_func it was trained with."
+                )
+            self._user_choice = True
+
+        # Episode ids are unique across envs, so the interface can tell episodes apart.
+        self._clips = EpisodeClips(frame_spec, config.segment_length, n_envs) if config.collect_prefs else None
+        self._workers: Workers | None = None
+        self._channel: SegmentChannel | None = None
+        # The counters exist without background processes too, so stats() has the same keys in every mode.
+        self._stats = SharedStats(multiprocessing.get_context(config.mp_start_method))
+        if config.collect_prefs or config.train_reward:
+            self._start_workers(pretrained_ckpt, human, web)
+        if config.resume:
+            self.poll_predictor()
+
+    def _start_workers(self, pretrained_ckpt: str | None, human, web) -> None:
+        """Start the trainer (and the interface, when collecting); return once the trainer is ready."""
+        c, frame_spec = self.config, self.frame_spec
+        ctx = multiprocessing.get_context(c.mp_start_method)
+        self._workers = Workers(ctx, c.log_level)
+        # A script that ends without close() (or ``with``) would hang in __del__: close() starts a queue
+        # thread, which the interpreter can no longer do by then. So close at exit, before that.
+        self._close_at_exit = _close_at_exit(weakref.ref(self))
+        atexit.register(self._close_at_exit)
+        self._closed = False
+        self._pref_queue = ctx.Queue(64)
+        self._run_start, self._commands, self._replies = ctx.Queue(1), ctx.Queue(), ctx.Queue()
+        self._url_queue = ctx.Queue(1)
+        self._interface_stop, self._trainer_stop = StopFlag(ctx), StopFlag(ctx)
+        trainer_config = TrainerConfig(
+            net=NetConfig(frame_spec, c.reward_predictor_dropout, c.reward_predictor_batchnorm,
+                          n_members=c.ensemble_size, arch=c.reward_net_arch),
+            segment_length=c.segment_length, log_dir=c.log_dir, collect_prefs=c.collect_prefs,
+            train_reward=c.train_reward, prefs_dir=c.prefs_dir,
+            pretrained_ckpt=pretrained_ckpt, max_prefs_in_db=c.max_prefs_in_db, val_fraction=c.val_fraction,
+            n_initial_prefs=c.n_initial_prefs, n_initial_training_steps=c.n_initial_training_steps,
+            ckpt_interval=c.reward_predictor_ckpt_interval, batch_size=c.reward_predictor_batch_size,
+            lr=c.reward_predictor_lr, noise_prob=c.noise_prob, weight_decay=c.reward_predictor_weight_decay,
+            adaptive_l2=c.adaptive_l2, label_budget=c.label_budget if c.collect_prefs else None,
+            reward_scale=c.reward_scale, torch_threads=c.trainer_torch_threads, seed=c.seed,
+            autosave_prefs=c.autosave_prefs, autosave_interval=c.prefs_autosave_interval, resume=c.resume,
+            tensorboard_log=c.tensorboard_log, augmentation=c.augmentation,
+        )
+        try:
+            self._workers.start("reward_trainer", run_reward_trainer, trainer_config, self._pref_queue,
+                                self._run_start, self._commands, self._replies, self._trainer_stop, self._stats,
+                                stop_event=self._trainer_stop)
+            if c.collect_prefs:
+                n_slots = c.segment_queue_size or max(8, 2 * self.n_envs)
+                self._channel = SegmentChannel(ctx, frame_spec, c.segment_length, n_slots)
+                # The ensemble that judges pairs: the one being trained, else the pretrained one (if any).
+                selection_ckpt = self._ckpt_path if c.train_reward else pretrained_ckpt
+                selects = c.pair_selection == "disagreement" and selection_ckpt is not None
+                interface_config = InterfaceConfig(c.max_segs, c.seed, c.labeller, c.synthetic_prefs_per_segment, human,
+                                                   web=web, journal_log_dir=c.log_dir if c.autosave_prefs else None,
+                                                   schedule=c.schedule, teacher=c.synthetic_teacher,
+                                                   selection_ckpt=selection_ckpt if selects else None,
+                                                   n_candidate_pairs=c.n_candidate_pairs)
+                self._workers.start("pref_interface", run_pref_interface, interface_config, self._channel,
+                                    self._pref_queue, self._run_start, self._interface_stop, self._stats,
+                                    self._url_queue if web else None, stop_event=self._interface_stop)
+            # Wait until the trainer holds the log_dir lock and has loaded what the run starts from,
+            # so a busy log_dir or a bad file fails here, with its own message.
+            ready = self._await_reply(TrainerReady, timeout=120.0)
+            if web:  # and until the page is served (a port in use fails here)
+                self.labelling_url = self._await_queue(self._url_queue, "pref_interface", timeout=60.0)
+                print(f"drlhp: label at {self.labelling_url}", file=sys.stderr, flush=True)
+        except BaseException:
+            with contextlib.suppress(WorkerError):  # the error being raised says what went wrong
+                self.close()
+            raise
+        if c.resume:
+            log.info("resumed the run in %s: %d labels (%d training, %d validation), reward network at step %d",
+                     c.log_dir, ready.n_labels, ready.n_train, ready.n_val, ready.training_step)
+
+    # -- the per-step path ------------------------------------------------------
+    def step(self, frames: np.ndarray, true_rewards: Sequence[float], recorded: Sequence[bool] | None = None,
+             episode_ends: Sequence[bool] | None = None) -> np.ndarray | None:
+        """Take one step of every env; returns their normalised predicted rewards, or None.
+
+        Args:
+            frames: ``(n_envs, *frame_shape)``: each env's frame after this step (for an
+                env whose episode just ended, its last frame, not the next episode's first).
+            true_rewards: each env's own reward of this step.
+            recorded: which envs made a real transition (None: all). A vector env's
+                autoreset step is not one: it enters no clip.
+            episode_ends: which envs' episodes ended with this step (None: none).
+
+        Returns ``(n_envs,)`` float rewards from one batched forward pass while
+        ``using_reward_from_predictor``, else None (use the env's own reward).
+        """
+        self.check_workers()
+        self._stats.env_steps.value += self.n_envs if recorded is None else sum(recorded)
+        if self._clips is not None:
+            for env_index, episode, clip_frames, clip_rewards in self._clips.add(frames, true_rewards, recorded,
+                                                                                 episode_ends):
+                assert self._channel is not None  # collecting clips: _start_workers made the channel
+                self._channel.send(clip_frames, clip_rewards, episode, env_index)
+        self.poll_predictor()
+        if self.using_reward_from_predictor:
+            assert self._predictor is not None  # using_reward_from_predictor: there is one
+            return self._predictor.rewards(frames)
+        return None
+
+    def add_clip(self, frames: np.ndarray, rewards: np.ndarray, episode: int, source: int) -> bool:
+        """Enter a clip cut elsewhere (by a remote env runner); False if dropped because the interface is behind.
+
+        ``episode`` must be unique across the run's envs; ``source`` names the env the clip came from.
+        """
+        self.check_workers()
+        if self._channel is None:
+            raise RuntimeError("add_clip() needs collect_prefs=True")
+        return self._channel.send(frames, rewards, episode, source)
+
+    def count_env_steps(self, n: int) -> None:
+        """Steps taken by envs elsewhere: the label schedule's clock counts them as its own."""
+        self._stats.env_steps.value += n
+
+    def end_episode(self, env_index: int) -> None:
+        """Env ``env_index``'s episode ended (or it was reset): its unfinished clip is dropped."""
+        if self._clips is not None:
+            self._clips.end_episode(env_index)
+
+    def end_all_episodes(self) -> None:
+        for i in range(self.n_envs):
+            self.end_episode(i)
+
+    # -- which reward ------------------------------------------------------------
+    @property
+    def using_reward_from_predictor(self) -> bool:
+        """True while ``step()`` returns the predicted, normalised reward."""
+        if self._predictor is None:
+            return False
+        if self._user_choice is not None:
+            return self._user_choice
+        return self._predictor.training_step >= self.config.n_initial_training_steps
+
+    def switch_to_true_reward(self) -> None:
+        """Return the environment's reward from now on (until ``switch_to_predicted_reward()``)."""
+        self._user_choice = False
+
+    def switch_to_predicted_reward(self) -> None:
+        """Return the predicted reward from now on; needs a checkpoint to exist."""
+        self._next_ckpt_poll = 0.0
+        self.poll_predictor()
+        if self._predictor is None:
+            raise RuntimeError(
+                f"No reward predictor yet: no checkpoint at {self._ckpt_path}. Wait until the trainer "
+                "has written one (stats()['training_steps']), or pass pretrained_reward_predictor_dir=."
+            )
+        self._user_choice = True
+
+    def wait_for_reward_predictor(self, timeout: float | None = None) -> None:
+        """Block, without stepping the envs, until ``using_reward_from_predictor`` (the paper's pre-training).
+
+        Call it once the initial labels are in (``stats()["run_labels"] >= n_initial_prefs``):
+        training needs them, and no new clips come while this waits. Raises ``TimeoutError``
+        after ``timeout`` seconds (None: no limit), ``WorkerError`` if a worker fails.
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            self.check_workers()
+            self._next_ckpt_poll = 0.0
+            self.poll_predictor()
+            if self.using_reward_from_predictor:
+                return
+            if deadline is not None and time.monotonic() > deadline:
+                raise TimeoutError(f"the reward predictor was not ready within {timeout} s: "
+                                   f"{self.stats()['training_steps']} of {self.config.n_initial_training_steps} "
+                                   "training steps done")
+            time.sleep(0.05)  # the trainer writes a file: nothing to wait on but the file itself
+
+    def poll_predictor(self) -> bool:
+        """Load a newer checkpoint if there is one (checked at most every ``ckpt_poll_interval``); True if loaded."""
+        now = time.monotonic()
+        if now < self._next_ckpt_poll or self._workers is None:
+            return False
+        self._next_ckpt_poll = now + self.config.ckpt_poll_interval
+        version = _file_version(self._ckpt_path)
+        if version is None or version == self._ckpt_seen:
+            return False
+        self._predictor = RewardPredictor.load(self._ckpt_path)
+        self._ckpt_seen = version
+        return True
+
+    @property
+    def predictor(self) -> RewardPredictor | None:
+        """The reward predictor last loaded (None before the first checkpoint)."""
+        return self._predictor
+
+    # -- preferences ---------------------------------------------------------------
+    def save_prefs(self, timeout: float = 120.0) -> list[str]:
+        """Write ``train.pkl.gz`` and ``val.pkl.gz`` into ``log_dir`` (atomically); returns their paths."""
+        if self._closed or self._workers is None:
+            raise RuntimeError("save_prefs() needs a running wrapper with collect_prefs=True or prefs_dir=.")
+        self._commands.put(SavePrefs(self.config.log_dir))
+        saved = self._await_reply(PrefsSaved, timeout)
+        log.info("saved %d training and %d validation preferences to %s", saved.n_train, saved.n_val,
+                 self.config.log_dir)
+        return saved.paths
+
+    def _await_queue(self, q, sender: str, timeout: float) -> Any:
+        """The next item on ``q``, checking all the while that the workers are alive."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            self.check_workers()
+            try:
+                return q.get(timeout=0.1)
+            except queue.Empty:
+                continue
+        raise TimeoutError(f"drlhp's {sender} process did not answer within {timeout} s")
+
+    def _await_reply(self, expected: type[Reply], timeout: float) -> Reply:
+        """The trainer's next reply, checking all the while that the workers are alive."""
+        reply = self._await_queue(self._replies, "reward_trainer", timeout)
+        if isinstance(reply, TrainerFailed):
+            raise reply.error
+        if not isinstance(reply, expected):
+            raise WorkerError(f"drlhp's reward_trainer process replied {reply!r}, not a {expected.__name__}")
+        return reply
+
+    def stats(self) -> dict:
+        """Counters: clips sent/dropped, labels, preferences received, reward-training steps."""
+        out: dict[str, Any]  # counts, and label_budget / labels_remaining that may be None
+        out = {"n_envs": self.n_envs, "segments_sent": 0, "segments_dropped": 0,
+               "tail_frames_dropped": self._clips.n_tail_frames_dropped if self._clips is not None else 0}
+        if self._channel is not None:
+            out.update(segments_sent=self._channel.n_sent, segments_dropped=self._channel.n_dropped)
+        out.update(self._stats.as_dict())
+        budget = self.config.label_budget
+        out.update(label_budget=budget,
+                   labels_remaining=None if budget is None else max(0, budget - out["labels_asked"]))
+        out["predictor_training_step"] = self._predictor.training_step if self._predictor else None
+        return out
+
+    # -- lifecycle -------------------------------------------------------------------
+    @property
+    def processes(self) -> dict:
+        """The background processes by name (``reward_trainer``, ``pref_interface``); empty if none."""
+        return dict(self._workers.procs) if self._workers is not None else {}
+
+    def check_workers(self) -> None:
+        """Raise ``WorkerError`` if a background process has failed."""
+        if not self._closed:
+            assert self._workers is not None  # not closed: _start_workers made them
+            self._workers.check()
+
+    def close(self) -> None:
+        """Stop the processes, letting the trainer save unsaved labels. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        atexit.unregister(self._close_at_exit)
+        workers = self._workers
+        assert workers is not None  # it was not closed: _start_workers made them
+        unreported: WorkerError | None = None
+        try:
+            workers.check()  # a worker that died since the last step(): report it here, once
+        except WorkerError as e:
+            unreported = e
+        # Interface first, so every label it made is in the trainer's queue before the trainer stops.
+        self._interface_stop.set()
+        workers.stop("pref_interface", timeout=5.0)
+        try:
+            self._pref_queue.put(None, timeout=1.0)  # in case the interface died before saying so
+        except queue.Full:
+            pass
+        self._trainer_stop.set()
+        workers.stop("reward_trainer", timeout=self.config.close_timeout)
+        error = workers.pending_error()
+        workers.close()
+        for q in (self._pref_queue, self._run_start, self._commands, self._replies, self._url_queue):
+            q.cancel_join_thread()
+            q.close()
+        if self._channel is not None:
+            self._channel.close()
+        if unreported is not None:
+            raise unreported
+        if error:
+            raise WorkerError(error)
+
+    def __del__(self) -> None:
+        # A safety net only: call close() (or use ``with``) to save labels reliably.
+        if not getattr(self, "_closed", True):
+            try:
+                self.close()
+            except Exception:
+                pass
+
+
+def _close_at_exit(pipeline: weakref.ref) -> Callable[[], None]:
+    """An exit handler that closes the pipeline if it is still open (it holds no reference to it)."""
+    def close() -> None:
+        p = pipeline()
+        if p is not None:
+            p.close()
+    return close
+
+
+def _file_version(path: str) -> tuple | None:
+    """What changes when a file is replaced (one stat call), or None if there is no file."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return st.st_mtime_ns, st.st_size, st.st_ino
+
+
+def _human_config(config: PreferenceConfig, spec: FrameSpec):
+    """Check that a person can be shown clips and asked here; raise a clear error if not."""
+    from drlhp.labelling.display import display_problem
+    from drlhp.labelling.human import HumanConfig, import_cv2_gui
+    from drlhp.labelling.terminal import terminal_problem
+
+    if not spec.is_image:
+        raise ValueError("Human preferences need image observations to show; pass obs_transform_func= "
+                         "returning an image (HxW, HxWxC, CxHxW or SxHxWxC)")
+    problem = display_problem()
+    if problem:
+        raise RuntimeError(
+            f"Human preferences show clips in a window, but {problem}. Run on a desktop, with ssh -X, "
+            "or under a virtual display (Xvfb :99 & export DISPLAY=:99) and view it with a VNC client; "
+            "or collect with synthetic_preferences=True.")
+    problem = terminal_problem(config.human_terminal)
+    if problem:
+        raise RuntimeError(
+            f"Human preferences are typed in a terminal, but {problem}. Start the program from a terminal "
+            "(a shell or tmux; stdin may be redirected), or pass human_terminal='/dev/pts/N' naming the "
+            "terminal to ask in (`tty` prints a terminal's name).")
+    import_cv2_gui()
+    return HumanConfig(spec, config.display_zoom, config.display_fps, config.human_terminal,
+                       os.path.join(config.log_dir, HUMAN_LABELS_FILENAME))
+
+
+def _web_config(config: PreferenceConfig, spec: FrameSpec):
+    """Where and how the labelling page shows clips, with a new random token for this run."""
+    from drlhp.labelling.web.labeller import WebConfig
+
+    if not spec.is_image:
+        raise ValueError("Labelling in a browser needs image observations to show; pass obs_transform_func= "
+                         "returning an image (HxW, HxWxC, CxHxW or SxHxWxC)")
+    return WebConfig(spec, secrets.token_urlsafe(24), config.web_host, config.web_port, config.display_zoom,
+                     config.display_fps, config.web_pair_timeout, config.label_budget,
+                     os.path.join(config.log_dir, HUMAN_LABELS_FILENAME))

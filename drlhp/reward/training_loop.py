@@ -1,0 +1,469 @@
+"""The reward-training process: owns the preference database, trains, writes checkpoints.
+
+A receiver thread moves labels from the preference interface into the
+``PrefBuffer`` the moment they arrive (so the interface never waits on a
+training step); the main thread trains on minibatches, answers ``SavePrefs``
+commands between steps, and checkpoints atomically. With ``train_reward=False``
+it only collects, so ``save_prefs()`` works while nothing trains.
+
+At start it loads what the run builds on (``drlhp.storage.run_dir``: resume, or a new run
+from ``prefs_dir``), writes the log_dir snapshot if the journal or another
+directory added labels, and tells the interface where numbering continues.
+A snapshot of the labels is written on ``save_prefs()``, on close, and once the
+labels since the last one are as many as the older ones in the database (so
+rewriting it costs at most as much again as journaling them did); the journal
+holds everything in between.
+"""
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import os
+import queue
+import threading
+import time
+import traceback
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+import torch
+
+from drlhp.clips.segments import PackedSegment
+from drlhp.errors import WorkerError
+from drlhp.labelling.journal import journal_files, remove_journal
+from drlhp.pipeline.messages import (
+    ForgetSegment,
+    Preference,
+    PrefsSaved,
+    RunStart,
+    SavePrefs,
+    SegmentData,
+    TrainerFailed,
+    TrainerReady,
+)
+from drlhp.reward.augment import Augmentation
+from drlhp.reward.bootstrap import member_batches
+from drlhp.reward.normaliser import MIN_STD, RewardNormaliser
+from drlhp.reward.predictor import NetConfig, RewardPredictor
+from drlhp.reward.pref_db import PrefBuffer, PrefDBFormatError, has_labels
+from drlhp.reward.tensorboard_log import ScalarLog
+from drlhp.reward.trainer import RewardTrainer, adapted_l2
+from drlhp.storage.files import append_csv_row
+from drlhp.storage.lock import LogDirInUseError, LogDirLock
+from drlhp.storage.run_dir import (
+    METRICS_FILENAME,
+    LogDirHasLabelsError,
+    checkpoint_file,
+    refuse_earlier_labels,
+    set_aside_earlier_logs,
+    trainer_state_file,
+)
+
+log = logging.getLogger("drlhp.trainer")
+
+#: Errors in what the user asked for at start: raised as themselves in the main process.
+STARTUP_ERRORS = (LogDirHasLabelsError, PrefDBFormatError, FileNotFoundError, ValueError)
+#: A snapshot is due once this many labels, and as many as the database's older ones, arrived since the last.
+MIN_LABELS_PER_SNAPSHOT = 100
+METRICS_COLUMNS = ("training_step", "wall_time_s", "labels", "labels_asked", "labels_remaining", "n_train_prefs",
+                   "n_val_prefs", "train_loss", "train_accuracy", "val_loss", "val_accuracy", "l2_coefficient",
+                   "pairs_per_second")
+
+
+@dataclass(frozen=True)
+class TrainerConfig:
+    """Settings of the reward-training process (see the wrapper's docstring for each)."""
+
+    net: NetConfig
+    segment_length: int
+    log_dir: str
+    collect_prefs: bool
+    train_reward: bool
+    prefs_dir: str | None = None
+    pretrained_ckpt: str | None = None
+    max_prefs_in_db: int = 3000
+    val_fraction: float = 0.2
+    n_initial_prefs: int = 40
+    n_initial_training_steps: int = 50
+    ckpt_interval: int = 100
+    batch_size: int = 8
+    lr: float = 1e-3
+    noise_prob: float = 0.1
+    weight_decay: float = 1e-4
+    adaptive_l2: bool = True
+    reward_scale: float = 0.05
+    n_val_pairs: int = 128
+    n_normaliser_segments: int = 32
+    torch_threads: int | None = 1
+    seed: int | None = None
+    autosave_prefs: bool = True
+    autosave_interval: float | None = None  # seconds; None: snapshots only as the journal grows, and at the end
+    resume: bool = False
+    tensorboard_log: str | None = None  # a directory for TensorBoard runs (None: none)
+    label_budget: int | None = None  # only reported: the interface keeps to it
+    augmentation: Augmentation = Augmentation()
+
+    @property
+    def ckpt_path(self) -> str:
+        return checkpoint_file(self.log_dir)
+
+
+class PrefReceiver(threading.Thread):
+    """Moves interface messages into the buffer; stops at the ``None`` end marker."""
+
+    def __init__(self, pref_queue, buffer: PrefBuffer, lock: threading.Lock, stats) -> None:
+        super().__init__(name="drlhp-pref-receiver", daemon=True)
+        self.pref_queue, self.buffer, self.lock, self.stats = pref_queue, buffer, lock, stats
+        self.live: dict[int, PackedSegment] = {}
+        self.done = threading.Event()
+        self.error: str | None = None
+        self.n_unsaved = 0
+
+    def run(self) -> None:
+        try:
+            while (msg := self.pref_queue.get()) is not None:
+                if isinstance(msg, SegmentData):
+                    self.live[msg.segment.seg_id] = msg.segment
+                elif isinstance(msg, ForgetSegment):
+                    del self.live[msg.seg_id]
+                elif isinstance(msg, Preference):
+                    with self.lock:
+                        self.buffer.add(self.live[msg.seg_id_a], self.live[msg.seg_id_b], msg.label, msg.seq,
+                                        msg.labeller, msg.seconds)
+                        self.n_unsaved += 1
+                    self.stats.prefs_received.value += 1
+                    self.stats.run_labels.value = self.buffer.n_received
+                else:
+                    raise TypeError(f"unexpected message {type(msg).__name__}")
+        except BaseException:
+            self.error = traceback.format_exc()
+        finally:
+            self.done.set()
+
+
+class RewardTrainingLoop:
+    """The trainer process's main thread; ``run()`` returns when asked to stop."""
+
+    def __init__(self, config: TrainerConfig, pref_queue, commands, replies, stop_event, stats) -> None:
+        self.config, self.commands, self.replies = config, commands, replies
+        self.stop_event, self.stats = stop_event, stats
+        self.rng = np.random.default_rng(config.seed)
+        self.journaling = config.collect_prefs and config.autosave_prefs
+        self.buffer = self._load_labels()
+        self.lock = threading.Lock()
+        self.receiver = PrefReceiver(pref_queue, self.buffer, self.lock, stats)
+        self.trainer = self._load_trainer()
+        self._ckpt_step = stats.training_steps.value = self.step
+        if not config.resume:
+            for path in set_aside_earlier_logs(config.log_dir):
+                log.info("a new run in %s: the earlier run's log is now %s", config.log_dir, path)
+        self.metrics_path = os.path.join(config.log_dir, METRICS_FILENAME)
+        self.max_steps: int | None = None  # offline training (``drlhp train-reward``) stops here
+        self.on_step: Callable[[int], None] | None = None  # called after each training step
+        self.last_metrics: dict | None = None  # the last row written to the metrics CSV
+        self.scalars = ScalarLog(config.tensorboard_log) if config.tensorboard_log else None
+        self._recent: dict[str, list[float]] = {"loss": [], "accuracy": []}
+        self._pairs_trained = 0
+        self._warned_flat = False
+        self._rate_clock = time.monotonic()
+        self._start = time.monotonic()
+        self._next_autosave = self._start + (config.autosave_interval or 0)
+        self._next_byte_count = 0.0
+
+    # -- start ---------------------------------------------------------------------
+    def _load_labels(self) -> PrefBuffer:
+        """The labels the run starts from: its own (resume), prefs_dir's, or none."""
+        c = self.config
+        own = c.resume and has_labels(c.log_dir)
+        source = c.log_dir if own else c.prefs_dir
+        if c.collect_prefs and not own and not _same_dir(source, c.log_dir):
+            refuse_earlier_labels(c.log_dir)  # save_prefs() or a snapshot would overwrite them
+        buffer = PrefBuffer.load(source, c.max_prefs_in_db, c.val_fraction) if source else PrefBuffer(
+            c.max_prefs_in_db, c.val_fraction)
+        self._check_clips(buffer, source)
+        labels_from_elsewhere = buffer.n_received and not _same_dir(source, c.log_dir)
+        if self.journaling and (journal_files(c.log_dir) or labels_from_elsewhere):
+            # One snapshot in log_dir holds them all, so the run's log_dir alone has every label.
+            buffer.save(c.log_dir)
+            remove_journal(c.log_dir)
+        self.stats.labels_in_snapshot.value = self.stats.run_labels.value = buffer.n_received
+        return buffer
+
+    def _check_clips(self, buffer: PrefBuffer, source: str | None) -> None:
+        segments = {**buffer.train_db.segments, **buffer.val_db.segments}
+        if not segments:
+            return
+        _, shape, dtype = next(iter(segments.values())).packed_frames
+        spec = self.config.net.frame_spec
+        # A run that does not collect trains on the database's clips, whatever their length.
+        length = self.config.segment_length if self.config.collect_prefs else shape[0]
+        if shape != (length, *spec.shape) or dtype != np.dtype(spec.dtype):
+            settings = "env, obs_transform_func and segment_length" if self.config.collect_prefs else \
+                "env and obs_transform_func"
+            raise ValueError(
+                f"The labels in {source} are of clips of shape {shape} and dtype {dtype}, but this run makes clips "
+                f"of {(length, *spec.shape)} and {np.dtype(spec.dtype)}. Use the {settings} they were collected "
+                f"with (segment_length={shape[0]}).")
+
+    def _load_trainer(self) -> RewardTrainer:
+        """The reward network to train: the run's own checkpoint (resume), a pretrained one, or a new one."""
+        c = self.config
+        own = c.resume and os.path.exists(c.ckpt_path)
+        ckpt = c.ckpt_path if own else c.pretrained_ckpt
+        predictor = RewardPredictor.load(ckpt) if ckpt else RewardPredictor(c.net)
+        if predictor.config.frame_spec != c.net.frame_spec:
+            raise ValueError(f"The checkpoint {ckpt} is of a reward network for frames {predictor.config.frame_spec}, "
+                             f"but this env gives {c.net.frame_spec}. Use the env and obs_transform_func it was "
+                             "trained with.")
+        trainer = RewardTrainer(predictor, c.lr, c.noise_prob, c.weight_decay, augmentation=c.augmentation,
+                                seed=c.seed)
+        if own and trainer.load_state(trainer_state_file(c.log_dir)):
+            log.info("resumed the reward network at training step %d, with its optimiser state",
+                     predictor.training_step)
+        return trainer
+
+    @property
+    def step(self) -> int:
+        return self.trainer.predictor.training_step
+
+    def run_start(self) -> RunStart:
+        """Where the interface's numbering continues: past every clip id and label the run has."""
+        return RunStart(max(self.buffer.segment_ids, default=-1) + 1, self.buffer.n_received)
+
+    def run(self) -> None:
+        if self.config.collect_prefs:
+            self.receiver.start()
+        else:
+            self.receiver.done.set()
+        stop_deadline = None
+        try:
+            while not self.receiver.done.is_set() or not self.stop_event.is_set():
+                if self.stop_event.is_set():
+                    # The interface sends an end marker when it stops; if it died without
+                    # one, stop anyway (and save what arrived) after a short wait.
+                    stop_deadline = stop_deadline or time.monotonic() + 5.0
+                    if time.monotonic() > stop_deadline:
+                        break
+                self._check_receiver()
+                n_labels = len(self.buffer.train_db) + len(self.buffer.val_db)
+                can_train = (self.config.train_reward and len(self.buffer.train_db) > 0
+                             and n_labels >= self.config.n_initial_prefs)
+                self._serve_command(timeout=0.0 if can_train else 0.05)
+                if can_train:
+                    self._train_step()
+                self._maybe_snapshot()
+                self._maybe_count_bytes()
+        finally:
+            n_unsaved = self.receiver.n_unsaved
+            if self.journaling and n_unsaved:
+                self._save_prefs(self.config.log_dir)
+                log.info("saved %d unsaved preferences to %s on close", n_unsaved, self.config.log_dir)
+        self._check_receiver()
+        if self.scalars is not None:
+            self.scalars.close()
+        if self.step > self._ckpt_step:  # so that a resumed run continues from the last step, not the last checkpoint
+            self._checkpoint(log_metrics=False)  # validation would only slow close() down
+
+    def _check_receiver(self) -> None:
+        if self.receiver.error:
+            raise RuntimeError(f"preference receiver thread failed:\n{self.receiver.error}")
+
+    def _maybe_count_bytes(self) -> None:
+        # About a millisecond for a full database: once a second is plenty for stats().
+        if time.monotonic() >= self._next_byte_count:
+            self._next_byte_count = time.monotonic() + 1.0
+            with self.lock:
+                self.stats.db_bytes.value = self.buffer.nbytes
+
+    def _maybe_snapshot(self) -> None:
+        n_unsaved = self.receiver.n_unsaved
+        if not self.journaling or not n_unsaved:
+            return
+        n_older = len(self.buffer.train_db) + len(self.buffer.val_db) - n_unsaved
+        journal_as_large = n_unsaved >= max(MIN_LABELS_PER_SNAPSHOT, n_older)
+        interval_passed = self.config.autosave_interval and time.monotonic() >= self._next_autosave
+        if not (journal_as_large or interval_passed):
+            return
+        start = time.monotonic()
+        self._save_prefs(self.config.log_dir)
+        # Large databases take long to write: keep saving to at most ~10 % of the time.
+        took = time.monotonic() - start
+        self._next_autosave = time.monotonic() + max(self.config.autosave_interval or 0, 10 * took)
+        log.info("wrote a snapshot of %d labels to %s in %.1f s", self.buffer.n_received, self.config.log_dir, took)
+
+    def _serve_command(self, timeout: float) -> None:
+        try:
+            cmd = self.commands.get(timeout=timeout) if timeout else self.commands.get_nowait()
+        except queue.Empty:
+            return
+        if isinstance(cmd, SavePrefs):
+            try:
+                self.replies.put(self._save_prefs(cmd.directory))
+            except Exception:
+                self.replies.put(TrainerFailed(WorkerError(
+                    f"drlhp's reward_trainer process could not save the labels:\n{traceback.format_exc()}")))
+
+    def _save_prefs(self, directory: str) -> PrefsSaved:
+        with self.lock:
+            n_unsaved = self.receiver.n_unsaved
+            paths = self.buffer.save(directory)
+            if _same_dir(directory, self.config.log_dir):
+                self.receiver.n_unsaved -= n_unsaved
+                self.stats.labels_in_snapshot.value = self.buffer.n_received  # the journal may drop these now
+            return PrefsSaved(paths, len(self.buffer.train_db), len(self.buffer.val_db))
+
+    def _sample(self, db, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """A training batch: each ensemble member's ``n`` pairs from its bootstrap resample of ``db``."""
+        with self.lock:
+            idx = member_batches(db.prefs, self.trainer.n_members, n, self.rng, self.config.seed or 0)
+            frames_a, frames_b, labels = db.batch(idx.ravel())
+        shape = idx.shape
+        return frames_a.reshape(*shape, *frames_a.shape[1:]), frames_b.reshape(*shape, *frames_b.shape[1:]), \
+            labels.reshape(shape)
+
+    def _unlabelled(self, n: int):
+        """For pseudo-labels: each member's ``n`` new pairings of the training clips, ``(M, n, length, ...)`` each."""
+        if self.config.augmentation.pseudo_label_threshold is None:
+            return None
+        with self.lock:
+            segments = list(self.buffer.train_db.segments.values())
+            pick = self.rng.integers(0, len(segments), size=(self.trainer.n_members, n, 2))
+            unpacked = {i: segments[i].frames for i in np.unique(pick)}
+        frames = np.stack([unpacked[i] for i in pick.ravel()]).reshape(*pick.shape, *unpacked[pick.flat[0]].shape)
+        return frames[:, :, 0], frames[:, :, 1]
+
+    def _pick(self, db, n: int) -> np.ndarray:
+        return self.rng.integers(0, len(db), size=n) if len(db) > n else np.arange(len(db))
+
+    def _batches(self, db, n: int):
+        """``n`` random pairs of ``db``, unpacked a training batch at a time (bounded memory)."""
+        idx, size = self._pick(db, n), self.config.batch_size
+        for i in range(0, len(idx), size):
+            with self.lock:
+                batch = db.batch(idx[i:i + size])
+            yield batch
+
+    def _train_step(self) -> None:
+        batch = self.config.batch_size
+        loss, acc = self.trainer.train_step(*self._sample(self.buffer.train_db, batch), self._unlabelled(batch))
+        self._recent["loss"].append(loss)
+        self._recent["accuracy"].append(acc)
+        self._pairs_trained += self.config.batch_size
+        self.stats.training_steps.value = self.step
+        if self.step % self.config.ckpt_interval == 0 or self.step == self.config.n_initial_training_steps:
+            self._checkpoint()
+        if self.on_step is not None:
+            self.on_step(self.step)
+        if self.max_steps is not None and self.step >= self.max_steps:
+            if self._ckpt_step != self.step:
+                self._checkpoint()
+            self.stop_event.set()
+
+    def _checkpoint(self, log_metrics: bool = True) -> None:
+        predictor = self.trainer.predictor
+        with self.lock:
+            seg_ids = list(self.buffer.train_db.segments)
+            pick = self.rng.choice(len(seg_ids), min(len(seg_ids), self.config.n_normaliser_segments), replace=False)
+            frames = np.concatenate([self.buffer.train_db.segments[seg_ids[i]].frames for i in pick])
+        # Zero mean and fixed std over frames of recent behaviour, so the RL agent
+        # sees rewards of a stable scale as the network changes.
+        raw = predictor.member_rewards(frames)
+        predictor.normaliser = RewardNormaliser.fit(raw, self.config.reward_scale)
+        self._warn_if_flat(raw.std(axis=0))
+        predictor.save(self.config.ckpt_path)
+        self.trainer.save_state(trainer_state_file(self.config.log_dir))
+        self._ckpt_step = self.step
+        if log_metrics:
+            self._log_metrics()
+
+    def _warn_if_flat(self, member_stds: np.ndarray) -> None:
+        """Say so (once) when a member's output hardly varies over recent frames: the agent's reward is ~0."""
+        if self._warned_flat or member_stds.min() >= MIN_STD:
+            return
+        self._warned_flat = True
+        log.warning("the reward network's output hardly varies over recent clips (std %.1g at training step %d): "
+                    "its units have probably died, so the agent's reward is about 0. On frames with a large flat "
+                    "background (Atari) train it with reward_predictor_batchnorm=True.", member_stds.min(), self.step)
+
+    def _adapt_l2(self, val_loss: float) -> None:
+        """Keep validation loss 1.1-1.5x training loss (both without dropout) by scaling the L2 penalty."""
+        train_loss, _ = self.trainer.evaluate(self._batches(self.buffer.train_db, self.config.n_val_pairs))
+        self.trainer.weight_decay = adapted_l2(self.trainer.weight_decay, val_loss, train_loss)
+
+    def _log_metrics(self) -> None:
+        val_loss = val_acc = float("nan")
+        if len(self.buffer.val_db):
+            val_loss, val_acc = self.trainer.evaluate(self._batches(self.buffer.val_db, self.config.n_val_pairs))
+            if self.config.adaptive_l2:
+                self._adapt_l2(val_loss)
+        now, budget, asked = time.monotonic(), self.config.label_budget, self.stats.labels_asked.value
+        row = {
+            "training_step": self.step,
+            "wall_time_s": round(now - self._start, 3),
+            "labels": self.buffer.n_received,
+            "labels_asked": asked,
+            "labels_remaining": float("nan") if budget is None else max(0, budget - asked),
+            "n_train_prefs": len(self.buffer.train_db),
+            "n_val_prefs": len(self.buffer.val_db),
+            "train_loss": float(np.mean(self._recent["loss"])),
+            "train_accuracy": _mean_ignoring_nan(self._recent["accuracy"]),
+            "val_loss": val_loss,
+            "val_accuracy": val_acc,
+            "l2_coefficient": self.trainer.weight_decay,
+            "pairs_per_second": self._pairs_trained / max(now - self._rate_clock, 1e-9),
+        }
+        self._recent = {"loss": [], "accuracy": []}
+        self._pairs_trained, self._rate_clock = 0, now
+        append_csv_row(self.metrics_path, METRICS_COLUMNS, row)
+        self.last_metrics = row
+        if self.scalars is not None:
+            normaliser = self.trainer.predictor.normaliser
+            self.scalars.add(self.step, {
+                "reward/train_loss": row["train_loss"], "reward/train_accuracy": row["train_accuracy"],
+                "reward/val_loss": val_loss, "reward/val_accuracy": val_acc,
+                "reward/pairs_per_second": row["pairs_per_second"], "reward/labels": self.buffer.n_received,
+                "reward/labels_asked": row["labels_asked"],
+                "reward/prefs_in_db": row["n_train_prefs"] + row["n_val_prefs"],
+                "reward/l2_coefficient": self.trainer.weight_decay,
+                "reward/raw_reward_mean": float(np.mean(normaliser.mean)),
+                "reward/raw_reward_std": float(np.mean(normaliser.std))})
+        log.info("reward step %d: train loss %.4f acc %.3f | val loss %.4f acc %.3f | %d/%d prefs | L2 %.2g | "
+                 "%.0f pairs/s", row["training_step"], row["train_loss"], row["train_accuracy"], val_loss, val_acc,
+                 row["n_train_prefs"], row["n_val_prefs"], row["l2_coefficient"], row["pairs_per_second"])
+
+
+def _same_dir(a: str | None, b: str) -> bool:
+    return a is not None and os.path.realpath(a) == os.path.realpath(b)
+
+
+def _mean_ignoring_nan(values: list) -> float:
+    """Batches of only tie labels have no accuracy (NaN); average the others."""
+    kept = [v for v in values if not np.isnan(v)]
+    return float(np.mean(kept)) if kept else float("nan")
+
+
+def run_reward_trainer(config: TrainerConfig, pref_queue, run_start, commands, replies, stop_event, stats) -> None:
+    """Process main of the reward-training process."""
+    try:  # held until this process ends: after the run's last save, even if the main program crashed
+        parent = multiprocessing.parent_process()
+        assert parent is not None and parent.pid is not None  # a worker process: the program started it
+        LogDirLock(config.log_dir).acquire(parent.pid)
+    except LogDirInUseError as e:
+        replies.put(TrainerFailed(e))
+        stop_event.wait()  # the main process raises the error and stops us
+        return
+    if config.torch_threads:
+        torch.set_num_threads(config.torch_threads)
+    if config.seed is not None:
+        torch.manual_seed(config.seed)
+    try:
+        loop = RewardTrainingLoop(config, pref_queue, commands, replies, stop_event, stats)
+    except STARTUP_ERRORS as e:
+        replies.put(TrainerFailed(e))
+        stop_event.wait()
+        return
+    if config.collect_prefs:
+        run_start.put(loop.run_start())
+    replies.put(TrainerReady(len(loop.buffer.train_db), len(loop.buffer.val_db), loop.buffer.n_received, loop.step))
+    loop.run()

@@ -117,9 +117,9 @@ def cmd_eval_reward(args) -> None:
 
 
 def cmd_show_prefs(args) -> int:
-    from drlhp.cli import show_prefs
+    from drlhp.cli.show_prefs import main as show_prefs
 
-    return show_prefs.main([args.path] + (["--summary"] if args.summary else []))
+    return show_prefs([args.path] + (["--summary"] if args.summary else []))
 
 
 def cmd_plot(args) -> None:

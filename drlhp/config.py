@@ -20,8 +20,9 @@ from drlhp.labelling.labellers import Labeller, SyntheticTeacher
 from drlhp.labelling.pair_selection import SELECTIONS
 from drlhp.labelling.schedule import LabelSchedule
 from drlhp.reward.augment import Augmentation
-from drlhp.reward.predictor import ARCHS, DEFAULT_ARCH, DEFAULT_ENSEMBLE_SIZE, checkpoint_path
+from drlhp.reward.predictor import ARCHS, DEFAULT_ARCH, DEFAULT_ENSEMBLE_SIZE
 from drlhp.reward.tensorboard_log import require_tensorboard
+from drlhp.storage.layout import checkpoint_path
 from drlhp.storage.run_dir import can_resume
 
 LABELLING = ("terminal", "web")

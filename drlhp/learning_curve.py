@@ -4,7 +4,6 @@ Everything is defined in ``drlhp.cli.learning_curve``.
 """
 from drlhp.cli.learning_curve import (
     COLUMNS,
-    FILENAME,
     RUNS,
     LearningCurveWriter,
     current_rows,
@@ -14,6 +13,7 @@ from drlhp.cli.learning_curve import (
     read_rows,
     smooth,
 )
+from drlhp.storage.layout import LEARNING_CURVE_FILENAME as FILENAME
 
 __all__ = [
     "COLUMNS", "FILENAME", "RUNS", "LearningCurveWriter", "current_rows", "learning_curve_path", "next_session",

@@ -1,11 +1,10 @@
 """The reward network's old import path (the original drlhp's name), kept so old imports still work.
 
-Everything is defined in ``drlhp.reward.predictor``.
+Everything is defined in ``drlhp.reward.predictor``, but for the checkpoint's place in a log_dir:
+``drlhp.storage.layout``.
 """
 from drlhp.reward.predictor import (
     ARCHS,
-    CHECKPOINT_DIRNAME,
-    CHECKPOINT_FILENAME,
     CHECKPOINT_FORMAT,
     CONV_LAYERS,
     DEFAULT_ARCH,
@@ -21,13 +20,13 @@ from drlhp.reward.predictor import (
     RewardPredictor,
     SpatialSoftmax,
     build_reward_net,
-    checkpoint_path,
     member_input,
     members_input,
     preference_accuracy,
     preference_loss,
     segment_returns,
 )
+from drlhp.storage.layout import CHECKPOINT_DIRNAME, CHECKPOINT_FILENAME, checkpoint_path
 
 __all__ = [
     "ARCHS", "CHECKPOINT_DIRNAME", "CHECKPOINT_FILENAME", "CHECKPOINT_FORMAT", "CONV_LAYERS", "DEFAULT_ARCH",

@@ -25,14 +25,16 @@ import os
 
 import numpy as np
 
-FILENAME = "learning_curve.csv"
+from drlhp.storage.layout import LogDir
+
 COLUMNS = ("run", "session", "session_start_step", "agent_steps", "true_episode_return", "episode_length",
            "labels", "wall_time_s")
 RUNS = ("drlhp", "true_reward")
 
 
 def learning_curve_path(log_dir: str) -> str:
-    return os.path.join(log_dir, FILENAME)
+    """``log_dir``'s learning curve file."""
+    return LogDir(log_dir).learning_curve
 
 
 def read_rows(path: str) -> list[dict]:

@@ -21,6 +21,7 @@ from tqdm import tqdm
 from drlhp.config import PreferenceConfig
 from drlhp.reward.augment import Augmentation
 from drlhp.reward.predictor import ARCHS
+from drlhp.storage.layout import LogDir
 
 DEFAULTS = PreferenceConfig()  # train-reward trains as a wrapper's trainer would
 
@@ -97,7 +98,7 @@ def cmd_train_reward(args) -> None:
                                                  args.pseudo_label_threshold))
     bar.close()
     print(f"step {row['training_step']}: validation accuracy {row['val_accuracy']:.3f}, loss {row['val_loss']:.4f}; "
-          f"checkpoint in {args.log_dir}/reward_predictor_checkpoints (pretrained_reward_predictor_dir= loads it)")
+          f"checkpoint in {LogDir(args.log_dir).checkpoint_dir} (pretrained_reward_predictor_dir= loads it)")
 
 
 def cmd_eval_reward(args) -> None:

@@ -21,18 +21,17 @@ import torch
 from drlhp.clips.frames import infer_frame_spec
 from drlhp.pipeline.workers import SharedStats
 from drlhp.reward.predictor import (
-    CHECKPOINT_DIRNAME,
     DEFAULT_ARCH,
     DEFAULT_ENSEMBLE_SIZE,
     DEFAULT_KEYPOINT_TEMPERATURE,
     NetConfig,
     RewardPredictor,
-    checkpoint_path,
 )
 from drlhp.reward.pref_db import PrefBuffer, clip_format
 from drlhp.reward.tensorboard_log import require_tensorboard
 from drlhp.reward.trainer import RewardTrainer
 from drlhp.reward.training_loop import RewardTrainingLoop, TrainerConfig
+from drlhp.storage.layout import LogDir, checkpoint_path
 from drlhp.storage.lock import LogDirLock
 
 
@@ -98,8 +97,8 @@ def evaluate_reward(checkpoint: str, prefs_dir: str, split: str = "val", batch_s
 
     ``on_progress(done, total)`` counts pairs evaluated, then clips scored.
     """
-    if os.path.isdir(os.path.join(checkpoint, CHECKPOINT_DIRNAME)):  # a log_dir
-        checkpoint = os.path.join(checkpoint, CHECKPOINT_DIRNAME)
+    if os.path.isdir(LogDir(checkpoint).checkpoint_dir):  # a log_dir
+        checkpoint = LogDir(checkpoint).checkpoint_dir
     path = checkpoint_path(checkpoint)
     if not os.path.isfile(path):
         raise FileNotFoundError(f"no checkpoint at {path}: pass a reward_predictor.ckpt, the directory holding it, "

@@ -10,15 +10,15 @@ import numpy as np
 from drlhp.cli.learning_curve import read_learning_curve, smooth
 from drlhp.cli.offline import spearman
 from drlhp.reward.predictor import RewardPredictor
-from drlhp.reward.pref_db import PrefBuffer, has_labels
-from drlhp.storage.run_dir import METRICS_FILENAME, checkpoint_file
+from drlhp.reward.pref_db import PrefBuffer
+from drlhp.storage.layout import LogDir
 
 RECENT_CLIPS = 300
 SMOOTHING_EPISODES = 20
 
 
 def read_metrics(log_dir: str) -> dict[str, np.ndarray]:
-    path = os.path.join(log_dir, METRICS_FILENAME)
+    path = LogDir(log_dir).metrics
     if not os.path.exists(path):
         raise FileNotFoundError(f"{path} does not exist: point drlhp plot at the log_dir of a run that trained a "
                                 "reward network (it writes a row per checkpoint)")
@@ -45,7 +45,7 @@ def plot(log_dir: str, out: str | None = None, prefs_dir: str | None = None) -> 
     import matplotlib.pyplot as plt
 
     curve = read_learning_curve(log_dir)
-    if curve is not None and not os.path.exists(os.path.join(log_dir, METRICS_FILENAME)):
+    if curve is not None and not os.path.exists(LogDir(log_dir).metrics):
         fig, ax = plt.subplots(figsize=(11, 4.5))
         plot_learning_curve(ax, curve)
         return _save(fig, log_dir, out)
@@ -77,7 +77,7 @@ def _save(fig, log_dir: str, out: str | None) -> str:
 
     fig.suptitle(os.path.abspath(log_dir), fontsize=9)
     fig.tight_layout()
-    out = out or os.path.join(log_dir, "drlhp_plot.png")
+    out = out or LogDir(log_dir).plot
     fig.savefig(out, dpi=100)
     plt.close(fig)
     return out
@@ -113,8 +113,8 @@ def plot_learning_curve(ax, curve: dict, name: str | None = None, color: str | N
 def _plot_returns(ax, log_dir: str, prefs_dir: str) -> None:
     ax.set(title=f"predicted vs true return, latest {RECENT_CLIPS} clips", xlabel="true return (env reward)",
            ylabel="predicted return (raw)")
-    ckpt = checkpoint_file(log_dir)
-    if not (os.path.exists(ckpt) and has_labels(prefs_dir)):
+    ckpt = LogDir(log_dir).checkpoint
+    if not (os.path.exists(ckpt) and LogDir(prefs_dir).has_labels()):
         ax.text(0.5, 0.5, "needs a checkpoint and labelled clips", ha="center", transform=ax.transAxes)
         return
     predictor = RewardPredictor.load(ckpt)

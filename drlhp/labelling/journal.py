@@ -44,11 +44,10 @@ from typing import Callable
 import numpy as np
 
 from drlhp.clips.segments import PackedSegment
+from drlhp.storage.layout import JOURNAL_SUFFIX, LogDir
 
 log = logging.getLogger("drlhp.journal")
 
-JOURNAL_DIRNAME = "label_journal"
-SUFFIX = ".journal"
 MAGIC = b"DLJ1"
 _HEAD = struct.Struct("<4sII")
 _U32 = struct.Struct("<I")
@@ -67,21 +66,9 @@ class JournalLabel:
     seconds: float | None = None  # how long the answer took (None: not timed, e.g. synthetic)
 
 
-def journal_dir(log_dir: str) -> str:
-    return os.path.join(log_dir, JOURNAL_DIRNAME)
-
-
-def journal_files(log_dir: str) -> list[str]:
-    """The journal's files, oldest first (empty if there is no journal)."""
-    directory = journal_dir(log_dir)
-    if not os.path.isdir(directory):
-        return []
-    return [os.path.join(directory, f) for f in sorted(os.listdir(directory)) if f.endswith(SUFFIX)]
-
-
 def remove_journal(log_dir: str) -> None:
     """Delete the journal's files (once a snapshot holds all their labels)."""
-    for path in journal_files(log_dir):
+    for path in LogDir(log_dir).journal_files():
         os.unlink(path)
 
 
@@ -104,7 +91,7 @@ class JournalWriter:
     """Appends labels to ``log_dir``'s journal; ``labels_in_snapshot()`` says what a snapshot already holds."""
 
     def __init__(self, log_dir: str, labels_in_snapshot: Callable[[], int]) -> None:
-        self.directory = journal_dir(log_dir)
+        self.directory = LogDir(log_dir).journal_dir
         os.makedirs(self.directory, exist_ok=True)
         self._labels_in_snapshot = labels_in_snapshot
         self._closed_files: list[tuple[str, int]] = []  # (path, last seq) not yet wholly in a snapshot
@@ -144,7 +131,7 @@ class JournalWriter:
 
     def _open(self, seq: int) -> int:
         """Start the file of labels from ``seq`` on; returns its descriptor (``self._fd``)."""
-        self._path = os.path.join(self.directory, f"{seq:012d}{SUFFIX}")
+        self._path = os.path.join(self.directory, f"{seq:012d}{JOURNAL_SUFFIX}")
         self._fd = fd = os.open(self._path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         _fsync_dir(self.directory)  # so the new file's name survives a power cut too
         self._first_seq, self._clips_in_file = seq, set()
@@ -171,7 +158,7 @@ class _BadRecord(Exception):
 
 def read_journal(log_dir: str) -> Iterator[JournalLabel]:
     """Every complete label in ``log_dir``'s journal, file by file, in the order written."""
-    for path in journal_files(log_dir):
+    for path in LogDir(log_dir).journal_files():
         yield from _read_file(path)
 
 

@@ -64,9 +64,9 @@ from drlhp.labelling.interface import InterfaceConfig, run_pref_interface
 from drlhp.pipeline.messages import PrefsSaved, SavePrefs, TrainerFailed, TrainerReady
 from drlhp.pipeline.segment_channel import SegmentChannel
 from drlhp.pipeline.workers import SharedStats, StopFlag, WorkerError, Workers
-from drlhp.reward.predictor import CHECKPOINT_DIRNAME, CHECKPOINT_FILENAME, NetConfig, RewardPredictor, checkpoint_path
+from drlhp.reward.predictor import NetConfig, RewardPredictor
 from drlhp.reward.training_loop import TrainerConfig, run_reward_trainer
-from drlhp.storage.run_dir import HUMAN_LABELS_FILENAME
+from drlhp.storage.layout import LogDir, checkpoint_path
 
 log = logging.getLogger("drlhp")
 Reply = TypeVar("Reply", TrainerReady, PrefsSaved)
@@ -89,7 +89,7 @@ class PreferencePipeline:
         human = _human_config(config, frame_spec) if config.human_labelling else None
         web = _web_config(config, frame_spec) if config.web_labelling else None
         self.labelling_url: str | None = None  # the labelling page's address, token included (labelling="web")
-        self._ckpt_path = os.path.join(config.log_dir, CHECKPOINT_DIRNAME, CHECKPOINT_FILENAME)
+        self._ckpt_path = LogDir(config.log_dir).checkpoint
         # A checkpoint already in log_dir is from an earlier run: only load ones this run writes
         # (or, resuming, the run's own).
         self._ckpt_seen: tuple | None = None if config.resume else _file_version(self._ckpt_path)
@@ -439,7 +439,7 @@ def _human_config(config: PreferenceConfig, spec: FrameSpec):
             "terminal to ask in (`tty` prints a terminal's name).")
     import_cv2_gui()
     return HumanConfig(spec, config.display_zoom, config.display_fps, config.human_terminal,
-                       os.path.join(config.log_dir, HUMAN_LABELS_FILENAME))
+                       LogDir(config.log_dir).human_labels)
 
 
 def _web_config(config: PreferenceConfig, spec: FrameSpec):
@@ -451,4 +451,4 @@ def _web_config(config: PreferenceConfig, spec: FrameSpec):
                          "returning an image (HxW, HxWxC, CxHxW or SxHxWxC)")
     return WebConfig(spec, secrets.token_urlsafe(24), config.web_host, config.web_port, config.display_zoom,
                      config.display_fps, config.web_pair_timeout, config.label_budget,
-                     os.path.join(config.log_dir, HUMAN_LABELS_FILENAME))
+                     LogDir(config.log_dir).human_labels)

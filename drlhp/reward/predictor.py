@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import io
 import math
-import os
 import pickle
 import warnings
 from dataclasses import asdict, dataclass
@@ -34,8 +33,6 @@ from drlhp.reward.layers import MemberLinear, SpatialSoftmax
 from drlhp.reward.normaliser import RewardNormaliser
 from drlhp.storage.files import atomic_write
 
-CHECKPOINT_DIRNAME = "reward_predictor_checkpoints"
-CHECKPOINT_FILENAME = "reward_predictor.ckpt"
 CHECKPOINT_FORMAT = "drlhp-reward-predictor-v2"
 OLD_CHECKPOINT_FORMATS = ("drlhp-reward-predictor-v1",)  # one network, plain Linear layers
 
@@ -317,8 +314,3 @@ def _why_unreadable(e: Exception) -> str:
                 "not loaded, because loading it could run code from it")
     first_line = str(e).strip().splitlines()[0] if str(e).strip() else ""
     return f"{type(e).__name__}: {first_line[:200]}"
-
-
-def checkpoint_path(directory: str) -> str:
-    """The checkpoint file inside ``directory`` (a log_dir's checkpoint folder), or ``directory`` if it is a file."""
-    return directory if os.path.isfile(directory) else os.path.join(directory, CHECKPOINT_FILENAME)

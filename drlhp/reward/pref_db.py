@@ -29,14 +29,13 @@ import numpy as np
 
 from drlhp.clips.segments import PackedSegment, Segment, pack
 from drlhp.errors import PrefDBFormatError
-from drlhp.labelling.journal import journal_files, read_journal
+from drlhp.labelling.journal import read_journal
 from drlhp.storage.files import atomic_write
+from drlhp.storage.layout import LogDir
 
 FORMAT_NAME = "drlhp-prefdb"
 FORMAT_VERSION = 3
 READABLE_VERSIONS = (1, 2, 3)
-TRAIN_FILE = "train.pkl.gz"
-VAL_FILE = "val.pkl.gz"
 
 
 class PrefDB:
@@ -243,7 +242,7 @@ class PrefBuffer:
         return sum(s.nbytes for s in segments.values())
 
     def save(self, directory: str) -> list[str]:
-        paths = [os.path.join(directory, TRAIN_FILE), os.path.join(directory, VAL_FILE)]
+        paths = list(LogDir(directory).snapshot)
         self.train_db.save(paths[0], self.n_received)
         self.val_db.save(paths[1], self.n_received)
         return paths
@@ -251,9 +250,9 @@ class PrefBuffer:
     @classmethod
     def load(cls, directory: str, max_prefs: int, val_fraction: float) -> PrefBuffer:
         """The labels in ``directory``: its snapshot (train.pkl.gz, val.pkl.gz) plus its label journal."""
-        train_path, val_path = os.path.join(directory, TRAIN_FILE), os.path.join(directory, VAL_FILE)
+        train_path, val_path = LogDir(directory).snapshot
         has_snapshot = [os.path.exists(p) for p in (train_path, val_path)]
-        if not all(has_snapshot) and (any(has_snapshot) or not journal_files(directory)):
+        if not all(has_snapshot) and (any(has_snapshot) or not LogDir(directory).journal_files()):
             missing = [os.path.basename(p) for p, ok in zip((train_path, val_path), has_snapshot) if not ok]
             raise FileNotFoundError(
                 f"{directory!r} has no {' or '.join(missing)}{'' if any(has_snapshot) else ' and no label journal'}. "
@@ -282,7 +281,7 @@ class PrefBuffer:
 
 def clip_format(directory: str) -> tuple[tuple[int, ...], np.dtype]:
     """Shape ``(length, *frame_shape)`` and dtype of the clips labelled in ``directory``, read cheaply."""
-    train_path = os.path.join(directory, TRAIN_FILE)
+    train_path, _ = LogDir(directory).snapshot
     if os.path.exists(train_path):
         with _reading(train_path) as f:
             header = _read_header(f, train_path)
@@ -292,9 +291,3 @@ def clip_format(directory: str) -> tuple[tuple[int, ...], np.dtype]:
         return rec.a.packed_frames[1], rec.a.packed_frames[2]
     raise FileNotFoundError(f"{directory!r} holds no labelled clips (no train.pkl.gz with pairs, no label journal). "
                             "Point it at the log_dir of a run that collected labels.")
-
-
-def has_labels(directory: str) -> bool:
-    """Whether ``directory`` holds a label snapshot or journal (of an earlier run)."""
-    return (any(os.path.exists(os.path.join(directory, f)) for f in (TRAIN_FILE, VAL_FILE))
-            or any(os.path.getsize(p) for p in journal_files(directory)))

@@ -31,7 +31,7 @@ import torch
 
 from drlhp.clips.segments import PackedSegment
 from drlhp.errors import WorkerError
-from drlhp.labelling.journal import journal_files, remove_journal
+from drlhp.labelling.journal import remove_journal
 from drlhp.pipeline.messages import (
     ForgetSegment,
     Preference,
@@ -46,19 +46,13 @@ from drlhp.reward.augment import Augmentation
 from drlhp.reward.bootstrap import member_batches
 from drlhp.reward.normaliser import MIN_STD, RewardNormaliser
 from drlhp.reward.predictor import NetConfig, RewardPredictor
-from drlhp.reward.pref_db import PrefBuffer, PrefDBFormatError, has_labels
+from drlhp.reward.pref_db import PrefBuffer, PrefDBFormatError
 from drlhp.reward.tensorboard_log import ScalarLog
 from drlhp.reward.trainer import RewardTrainer, adapted_l2
 from drlhp.storage.files import append_csv_row
+from drlhp.storage.layout import LogDir
 from drlhp.storage.lock import LogDirInUseError, LogDirLock
-from drlhp.storage.run_dir import (
-    METRICS_FILENAME,
-    LogDirHasLabelsError,
-    checkpoint_file,
-    refuse_earlier_labels,
-    set_aside_earlier_logs,
-    trainer_state_file,
-)
+from drlhp.storage.run_dir import LogDirHasLabelsError, refuse_earlier_labels, set_aside_earlier_logs
 
 log = logging.getLogger("drlhp.trainer")
 
@@ -105,8 +99,8 @@ class TrainerConfig:
     augmentation: Augmentation = Augmentation()
 
     @property
-    def ckpt_path(self) -> str:
-        return checkpoint_file(self.log_dir)
+    def files(self) -> LogDir:
+        return LogDir(self.log_dir)
 
 
 class PrefReceiver(threading.Thread):
@@ -158,7 +152,7 @@ class RewardTrainingLoop:
         if not config.resume:
             for path in set_aside_earlier_logs(config.log_dir):
                 log.info("a new run in %s: the earlier run's log is now %s", config.log_dir, path)
-        self.metrics_path = os.path.join(config.log_dir, METRICS_FILENAME)
+        self.metrics_path = config.files.metrics
         self.max_steps: int | None = None  # offline training (``drlhp train-reward``) stops here
         self.on_step: Callable[[int], None] | None = None  # called after each training step
         self.last_metrics: dict | None = None  # the last row written to the metrics CSV
@@ -175,7 +169,7 @@ class RewardTrainingLoop:
     def _load_labels(self) -> PrefBuffer:
         """The labels the run starts from: its own (resume), prefs_dir's, or none."""
         c = self.config
-        own = c.resume and has_labels(c.log_dir)
+        own = c.resume and c.files.has_labels()
         source = c.log_dir if own else c.prefs_dir
         if c.collect_prefs and not own and not _same_dir(source, c.log_dir):
             refuse_earlier_labels(c.log_dir)  # save_prefs() or a snapshot would overwrite them
@@ -183,7 +177,7 @@ class RewardTrainingLoop:
             c.max_prefs_in_db, c.val_fraction)
         self._check_clips(buffer, source)
         labels_from_elsewhere = buffer.n_received and not _same_dir(source, c.log_dir)
-        if self.journaling and (journal_files(c.log_dir) or labels_from_elsewhere):
+        if self.journaling and (c.files.journal_files() or labels_from_elsewhere):
             # One snapshot in log_dir holds them all, so the run's log_dir alone has every label.
             buffer.save(c.log_dir)
             remove_journal(c.log_dir)
@@ -209,8 +203,8 @@ class RewardTrainingLoop:
     def _load_trainer(self) -> RewardTrainer:
         """The reward network to train: the run's own checkpoint (resume), a pretrained one, or a new one."""
         c = self.config
-        own = c.resume and os.path.exists(c.ckpt_path)
-        ckpt = c.ckpt_path if own else c.pretrained_ckpt
+        own = c.resume and os.path.exists(c.files.checkpoint)
+        ckpt = c.files.checkpoint if own else c.pretrained_ckpt
         predictor = RewardPredictor.load(ckpt) if ckpt else RewardPredictor(c.net)
         if predictor.config.frame_spec != c.net.frame_spec:
             raise ValueError(f"The checkpoint {ckpt} is of a reward network for frames {predictor.config.frame_spec}, "
@@ -218,7 +212,7 @@ class RewardTrainingLoop:
                              "trained with.")
         trainer = RewardTrainer(predictor, c.lr, c.noise_prob, c.weight_decay, augmentation=c.augmentation,
                                 seed=c.seed)
-        if own and trainer.load_state(trainer_state_file(c.log_dir)):
+        if own and trainer.load_state(c.files.trainer_state):
             log.info("resumed the reward network at training step %d, with its optimiser state",
                      predictor.training_step)
         return trainer
@@ -371,8 +365,8 @@ class RewardTrainingLoop:
         raw = predictor.member_rewards(frames)
         predictor.normaliser = RewardNormaliser.fit(raw, self.config.reward_scale)
         self._warn_if_flat(raw.std(axis=0))
-        predictor.save(self.config.ckpt_path)
-        self.trainer.save_state(trainer_state_file(self.config.log_dir))
+        predictor.save(self.config.files.checkpoint)
+        self.trainer.save_state(self.config.files.trainer_state)
         self._ckpt_step = self.step
         if log_metrics:
             self._log_metrics()

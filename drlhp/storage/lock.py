@@ -17,8 +17,7 @@ import sys
 import time
 
 from drlhp.errors import LogDirInUseError
-
-LOCK_FILENAME = "drlhp.lock"
+from drlhp.storage.layout import LogDir
 
 
 class LogDirLock:
@@ -26,7 +25,7 @@ class LogDirLock:
 
     def __init__(self, log_dir: str) -> None:
         self.log_dir = log_dir
-        self.path = os.path.join(log_dir, LOCK_FILENAME)
+        self.path = LogDir(log_dir).lock
         self._fd: int | None = None
 
     def acquire(self, program_pid: int) -> None:

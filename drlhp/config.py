@@ -3,7 +3,8 @@
 ``HumanPreferencesEnvWrapper``, ``HumanPreferencesVectorWrapper`` and
 ``drlhp.sb3.HumanPreferencesVecEnvWrapper`` all accept these as keyword
 arguments (or a ready ``config=PreferenceConfig(...)``), so a setting has one
-name, one default and one check whatever the front-end.
+name, one default and one check whatever the front-end. Each background process's
+settings are derived from them by ``worker_settings``, so none is copied by hand.
 """
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ import dataclasses
 import logging
 import multiprocessing
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
 
 import numpy as np
 
@@ -26,6 +28,7 @@ from drlhp.storage.layout import checkpoint_path
 from drlhp.storage.run_dir import can_resume
 
 LABELLING = ("terminal", "web")
+WorkerSettings = TypeVar("WorkerSettings")
 
 
 @dataclass(frozen=True)
@@ -241,6 +244,26 @@ class PreferenceConfig:
             raise TypeError(f"unknown drlhp argument(s) {unknown}; the arguments are the fields of "
                             f"drlhp.PreferenceConfig: {sorted(names)}")
         return dataclasses.replace(config, **kwargs) if config is not None else cls(**kwargs)
+
+
+def worker_settings(cls: type[WorkerSettings], config: PreferenceConfig, renamed: Mapping[str, str],
+                    **derived: Any) -> WorkerSettings:
+    """The settings dataclass ``cls`` of a background process, filled in from the run's ``config``.
+
+    Each field of ``cls`` takes, in this order: its value in ``derived``; the ``config`` setting
+    (field or property) that ``renamed`` names for it; the ``config`` setting of its own name;
+    else its default. So a setting added to both classes under one name reaches the worker
+    without another line of code.
+    """
+    values = dict(derived)
+    for f in dataclasses.fields(cls):  # type: ignore[arg-type]  # cls is a dataclass; TypeVar cannot say so
+        if f.name in values:
+            continue
+        if f.name in renamed:
+            values[f.name] = getattr(config, renamed[f.name])
+        elif hasattr(config, f.name):
+            values[f.name] = getattr(config, f.name)
+    return cls(**values)
 
 
 def _check(c: PreferenceConfig) -> None:

@@ -17,8 +17,10 @@ import numpy as np
 
 from drlhp.clips.frames import FrameSpec
 from drlhp.clips.segments import Segment
+from drlhp.config import PreferenceConfig, worker_settings
 from drlhp.labelling.display import BORDER_PX, auto_zoom, compose_pair, displayable, frame_hw, zoomed
 from drlhp.labelling.terminal import HELP, InvalidAnswer, TerminalPrompt, parse_answer
+from drlhp.storage.layout import LogDir
 from drlhp.storage.run_dir import log_human_label
 
 PAIR_WINDOW = "drlhp: which clip is better?"
@@ -36,6 +38,13 @@ class HumanConfig:
     fps: float = 20.0
     terminal: str = "/dev/tty"
     log_path: str | None = None  # CSV of answers and display timings
+
+    @classmethod
+    def from_preference_config(cls, config: PreferenceConfig, frame_spec: FrameSpec) -> HumanConfig:
+        """How a person is shown the clips of a run with ``config``."""
+        renamed = {"zoom": "display_zoom", "fps": "display_fps", "terminal": "human_terminal"}
+        return worker_settings(cls, config, renamed, frame_spec=frame_spec,
+                               log_path=LogDir(config.log_dir).human_labels)
 
 
 def import_cv2_gui():

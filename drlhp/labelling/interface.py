@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, cast
 
 from drlhp.clips.segments import PackedSegment, Segment, pack
+from drlhp.config import PreferenceConfig, worker_settings
 from drlhp.labelling.journal import JournalWriter
 from drlhp.labelling.labellers import Labeller, SyntheticLabeller, SyntheticTeacher
 from drlhp.labelling.pair_selection import DisagreementScorer
@@ -66,6 +67,21 @@ class InterfaceConfig:
     teacher: SyntheticTeacher = SyntheticTeacher()
     selection_ckpt: str | None = None  # pick pairs by the disagreement of this checkpoint's ensemble (None: random)
     n_candidate_pairs: int = 64
+
+    @classmethod
+    def from_preference_config(cls, config: PreferenceConfig, human: HumanConfig | None, web: WebConfig | None,
+                               selection_ckpt: str | None) -> InterfaceConfig:
+        """The interface's settings in a run with ``config``; ``selection_ckpt``: the ensemble that would judge
+        pairs (used only with ``pair_selection="disagreement"``)."""
+        if config.pair_selection != "disagreement":
+            selection_ckpt = None
+        return worker_settings(cls, config, _INTERFACE_SETTINGS, human=human, web=web,
+                               journal_log_dir=config.log_dir if config.autosave_prefs else None,
+                               selection_ckpt=selection_ckpt)
+
+
+#: ``InterfaceConfig``'s fields named otherwise in ``PreferenceConfig`` (the others have the same name there).
+_INTERFACE_SETTINGS = {"pairs_per_segment": "synthetic_prefs_per_segment", "teacher": "synthetic_teacher"}
 
 
 class PrefInterface:

@@ -47,7 +47,6 @@ import logging
 import multiprocessing
 import os
 import queue
-import secrets
 import sys
 import time
 import weakref
@@ -64,7 +63,7 @@ from drlhp.labelling.interface import InterfaceConfig, run_pref_interface
 from drlhp.pipeline.messages import PrefsSaved, SavePrefs, TrainerFailed, TrainerReady
 from drlhp.pipeline.segment_channel import SegmentChannel
 from drlhp.pipeline.workers import SharedStats, StopFlag, WorkerError, Workers
-from drlhp.reward.predictor import NetConfig, RewardPredictor
+from drlhp.reward.predictor import RewardPredictor
 from drlhp.reward.training_loop import TrainerConfig, run_reward_trainer
 from drlhp.storage.layout import LogDir, checkpoint_path
 
@@ -137,20 +136,7 @@ class PreferencePipeline:
         self._run_start, self._commands, self._replies = ctx.Queue(1), ctx.Queue(), ctx.Queue()
         self._url_queue = ctx.Queue(1)
         self._interface_stop, self._trainer_stop = StopFlag(ctx), StopFlag(ctx)
-        trainer_config = TrainerConfig(
-            net=NetConfig(frame_spec, c.reward_predictor_dropout, c.reward_predictor_batchnorm,
-                          n_members=c.ensemble_size, arch=c.reward_net_arch),
-            segment_length=c.segment_length, log_dir=c.log_dir, collect_prefs=c.collect_prefs,
-            train_reward=c.train_reward, prefs_dir=c.prefs_dir,
-            pretrained_ckpt=pretrained_ckpt, max_prefs_in_db=c.max_prefs_in_db, val_fraction=c.val_fraction,
-            n_initial_prefs=c.n_initial_prefs, n_initial_training_steps=c.n_initial_training_steps,
-            ckpt_interval=c.reward_predictor_ckpt_interval, batch_size=c.reward_predictor_batch_size,
-            lr=c.reward_predictor_lr, noise_prob=c.noise_prob, weight_decay=c.reward_predictor_weight_decay,
-            adaptive_l2=c.adaptive_l2, label_budget=c.label_budget if c.collect_prefs else None,
-            reward_scale=c.reward_scale, torch_threads=c.trainer_torch_threads, seed=c.seed,
-            autosave_prefs=c.autosave_prefs, autosave_interval=c.prefs_autosave_interval, resume=c.resume,
-            tensorboard_log=c.tensorboard_log, augmentation=c.augmentation,
-        )
+        trainer_config = TrainerConfig.from_preference_config(c, frame_spec, pretrained_ckpt)
         try:
             self._workers.start("reward_trainer", run_reward_trainer, trainer_config, self._pref_queue,
                                 self._run_start, self._commands, self._replies, self._trainer_stop, self._stats,
@@ -160,12 +146,7 @@ class PreferencePipeline:
                 self._channel = SegmentChannel(ctx, frame_spec, c.segment_length, n_slots)
                 # The ensemble that judges pairs: the one being trained, else the pretrained one (if any).
                 selection_ckpt = self._ckpt_path if c.train_reward else pretrained_ckpt
-                selects = c.pair_selection == "disagreement" and selection_ckpt is not None
-                interface_config = InterfaceConfig(c.max_segs, c.seed, c.labeller, c.synthetic_prefs_per_segment, human,
-                                                   web=web, journal_log_dir=c.log_dir if c.autosave_prefs else None,
-                                                   schedule=c.schedule, teacher=c.synthetic_teacher,
-                                                   selection_ckpt=selection_ckpt if selects else None,
-                                                   n_candidate_pairs=c.n_candidate_pairs)
+                interface_config = InterfaceConfig.from_preference_config(c, human, web, selection_ckpt)
                 self._workers.start("pref_interface", run_pref_interface, interface_config, self._channel,
                                     self._pref_queue, self._run_start, self._interface_stop, self._stats,
                                     self._url_queue if web else None, stop_event=self._interface_stop)
@@ -438,17 +419,14 @@ def _human_config(config: PreferenceConfig, spec: FrameSpec):
             "(a shell or tmux; stdin may be redirected), or pass human_terminal='/dev/pts/N' naming the "
             "terminal to ask in (`tty` prints a terminal's name).")
     import_cv2_gui()
-    return HumanConfig(spec, config.display_zoom, config.display_fps, config.human_terminal,
-                       LogDir(config.log_dir).human_labels)
+    return HumanConfig.from_preference_config(config, spec)
 
 
 def _web_config(config: PreferenceConfig, spec: FrameSpec):
-    """Where and how the labelling page shows clips, with a new random token for this run."""
+    """Check that the page can show the clips; where and how it shows them."""
     from drlhp.labelling.web.labeller import WebConfig
 
     if not spec.is_image:
         raise ValueError("Labelling in a browser needs image observations to show; pass obs_transform_func= "
                          "returning an image (HxW, HxWxC, CxHxW or SxHxWxC)")
-    return WebConfig(spec, secrets.token_urlsafe(24), config.web_host, config.web_port, config.display_zoom,
-                     config.display_fps, config.web_pair_timeout, config.label_budget,
-                     LogDir(config.log_dir).human_labels)
+    return WebConfig.from_preference_config(config, spec)

@@ -29,7 +29,9 @@ from typing import Callable
 import numpy as np
 import torch
 
+from drlhp.clips.frames import FrameSpec
 from drlhp.clips.segments import PackedSegment
+from drlhp.config import PreferenceConfig, worker_settings
 from drlhp.errors import WorkerError
 from drlhp.labelling.journal import remove_journal
 from drlhp.pipeline.messages import (
@@ -101,6 +103,21 @@ class TrainerConfig:
     @property
     def files(self) -> LogDir:
         return LogDir(self.log_dir)
+
+    @classmethod
+    def from_preference_config(cls, config: PreferenceConfig, frame_spec: FrameSpec,
+                               pretrained_ckpt: str | None) -> TrainerConfig:
+        """The trainer's settings in a run with ``config`` on frames of ``frame_spec``."""
+        net = NetConfig(frame_spec, config.reward_predictor_dropout, config.reward_predictor_batchnorm,
+                        n_members=config.ensemble_size, arch=config.reward_net_arch)
+        return worker_settings(cls, config, _TRAINER_SETTINGS, net=net, pretrained_ckpt=pretrained_ckpt,
+                               label_budget=config.label_budget if config.collect_prefs else None)
+
+
+#: ``TrainerConfig``'s fields named otherwise in ``PreferenceConfig`` (the others have the same name there).
+_TRAINER_SETTINGS = {"ckpt_interval": "reward_predictor_ckpt_interval", "batch_size": "reward_predictor_batch_size",
+                     "lr": "reward_predictor_lr", "weight_decay": "reward_predictor_weight_decay",
+                     "torch_threads": "trainer_torch_threads", "autosave_interval": "prefs_autosave_interval"}
 
 
 class PrefReceiver(threading.Thread):

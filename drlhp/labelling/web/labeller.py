@@ -9,16 +9,19 @@ request for the next pair returns once its answer is on disk. See
 """
 from __future__ import annotations
 
+import secrets
 from dataclasses import dataclass
 
 import numpy as np
 
 from drlhp.clips.frames import FrameSpec
 from drlhp.clips.segments import Segment
+from drlhp.config import PreferenceConfig, worker_settings
 from drlhp.labelling.display import auto_zoom, frame_hw
 from drlhp.labelling.web.clips import ClipImages
 from drlhp.labelling.web.pool import Answer, PairPool
 from drlhp.labelling.web.server import LabellingServer, PageSettings, ServerThread
+from drlhp.storage.layout import LogDir
 from drlhp.storage.run_dir import log_human_label
 
 
@@ -35,6 +38,17 @@ class WebConfig:
     pair_timeout: float = 120.0  # seconds before a pair handed out and not answered goes to someone else
     budget: int | None = None  # the run's label budget, to show what is left of it
     log_path: str | None = None  # CSV of answers: who, how long
+
+    @classmethod
+    def from_preference_config(cls, config: PreferenceConfig, frame_spec: FrameSpec) -> WebConfig:
+        """Where and how the page of a run with ``config`` shows clips, with a new random token for this run."""
+        return worker_settings(cls, config, _WEB_SETTINGS, frame_spec=frame_spec, token=secrets.token_urlsafe(24),
+                               log_path=LogDir(config.log_dir).human_labels)
+
+
+#: ``WebConfig``'s fields named otherwise in ``PreferenceConfig``.
+_WEB_SETTINGS = {"host": "web_host", "port": "web_port", "zoom": "display_zoom", "fps": "display_fps",
+                 "pair_timeout": "web_pair_timeout", "budget": "label_budget"}
 
 
 class WebLabeller:

@@ -16,9 +16,8 @@ from dataclasses import dataclass
 from typing import Callable, cast
 
 import numpy as np
-import torch
 
-from drlhp.clips.frames import infer_frame_spec
+from drlhp.clips.frames import check_format, infer_frame_spec
 from drlhp.pipeline.workers import SharedStats
 from drlhp.reward.predictor import (
     DEFAULT_ARCH,
@@ -29,6 +28,7 @@ from drlhp.reward.predictor import (
 )
 from drlhp.reward.pref_db import PrefBuffer, clip_format
 from drlhp.reward.tensorboard_log import require_tensorboard
+from drlhp.reward.torch_setup import set_up_torch
 from drlhp.reward.trainer import RewardTrainer
 from drlhp.reward.training_loop import RewardTrainingLoop, TrainerConfig
 from drlhp.storage.layout import LogDir, checkpoint_path
@@ -57,8 +57,7 @@ def train_reward(prefs_dir: str, log_dir: str, steps: int | None = None, epochs:
     settings.setdefault("torch_threads", None)  # this process: all its cores unless told
     config = TrainerConfig(net=net, segment_length=shape[0], log_dir=log_dir, collect_prefs=False, train_reward=True,
                            prefs_dir=prefs_dir, **settings)
-    if config.torch_threads:
-        torch.set_num_threads(config.torch_threads)
+    set_up_torch(config.torch_threads)
     lock = LogDirLock(log_dir)
     lock.acquire(os.getpid())
     try:
@@ -106,10 +105,11 @@ def evaluate_reward(checkpoint: str, prefs_dir: str, split: str = "val", batch_s
     predictor = RewardPredictor.load(path)
     buffer = PrefBuffer.load_all(prefs_dir)
     dbs = {"train": [buffer.train_db], "val": [buffer.val_db], "all": [buffer.train_db, buffer.val_db]}[split]
-    shape, _ = clip_format(prefs_dir)
-    if tuple(shape[1:]) != tuple(predictor.config.frame_spec.shape):
-        raise ValueError(f"the checkpoint's network takes frames of shape {predictor.config.frame_spec.shape}, "
-                         f"but the clips in {prefs_dir!r} have frames of shape {tuple(shape[1:])}")
+    shape, dtype = clip_format(prefs_dir)
+    spec = predictor.config.frame_spec
+    check_format(f"The reward network of checkpoint {path} takes frames", spec.shape, spec.dtype,
+                 f"the clips in {prefs_dir!r} have frames", shape[1:], dtype,
+                 "Evaluate it on labels of the env and obs_transform_func it was trained with.")
     n_pairs = sum(len(db) for db in dbs)
     if n_pairs == 0:
         raise ValueError(f"{prefs_dir!r} has no {split} pairs")

@@ -84,6 +84,18 @@ def infer_frame_spec(frame: object) -> FrameSpec:
     return FrameSpec(shape, frame.dtype.str, layout)
 
 
+def check_format(found: str, found_shape: tuple[int, ...], found_dtype, expected: str,
+                 expected_shape: tuple[int, ...], expected_dtype, fix: str) -> None:
+    """Raise ``ValueError`` saying both formats and ``fix`` unless the shapes and dtypes agree.
+
+    ``found`` and ``expected`` name the two sides, e.g. "The labels in DIR are of clips" and
+    "this run makes clips": each is followed by "of shape ... and dtype ...".
+    """
+    if tuple(found_shape) != tuple(expected_shape) or np.dtype(found_dtype) != np.dtype(expected_dtype):
+        raise ValueError(f"{found} of shape {tuple(found_shape)} and dtype {np.dtype(found_dtype)}, but {expected} of "
+                         f"shape {tuple(expected_shape)} and dtype {np.dtype(expected_dtype)}. {fix}")
+
+
 def frames_to_net_input(frames: np.ndarray, spec: FrameSpec) -> torch.Tensor:
     """Convert a batch of frames ``(N, *spec.shape)`` to a float tensor for the network.
 

@@ -34,6 +34,18 @@ class Segment:
         return float(self.rewards.sum())
 
 
+def pack_frames(frames: np.ndarray) -> bytes:
+    """``frames`` zlib-compressed at level 1 (nearly all the gain, fastest); ``unpack_frames`` undoes it."""
+    # The ignore: numpy's stubs declare ndarray.__buffer__ for Python >= 3.12 only, but an ndarray is a
+    # buffer on every version.
+    return zlib.compress(memoryview(np.ascontiguousarray(frames)).cast("B"), 1)  # type: ignore[arg-type]
+
+
+def unpack_frames(data: bytes, shape: tuple[int, ...], dtype: np.dtype | str) -> np.ndarray:
+    """The frames ``pack_frames`` compressed into ``data`` (a new read-only array)."""
+    return np.frombuffer(zlib.decompress(data), np.dtype(dtype)).reshape(shape)
+
+
 class PackedSegment:
     """A ``Segment`` whose frames are kept zlib-compressed in memory; ``frames`` decompresses them.
 
@@ -45,12 +57,9 @@ class PackedSegment:
     __slots__ = ("seg_id", "rewards", "episode", "env_index", "_data", "_shape", "_dtype")
 
     def __init__(self, seg: Segment) -> None:
-        frames = np.ascontiguousarray(seg.frames)
         self.seg_id, self.rewards, self.episode, self.env_index = seg.seg_id, seg.rewards, seg.episode, seg.env_index
-        self._shape, self._dtype = frames.shape, frames.dtype
-        # level 1: nearly all the gain, fastest. The ignore: numpy's stubs declare ndarray.__buffer__ for
-        # Python >= 3.12 only, but an ndarray is a buffer on every version.
-        self._data = zlib.compress(memoryview(frames).cast("B"), 1)  # type: ignore[arg-type]
+        self._shape, self._dtype = seg.frames.shape, seg.frames.dtype
+        self._data = pack_frames(seg.frames)
 
     @classmethod
     def from_packed(cls, seg_id: int, data: bytes, shape: tuple, dtype: np.dtype, rewards: np.ndarray,
@@ -69,7 +78,7 @@ class PackedSegment:
     @property
     def frames(self) -> np.ndarray:
         """The frames, unpacked (a new read-only array on every access: keep it if you need it twice)."""
-        return np.frombuffer(zlib.decompress(self._data), self._dtype).reshape(self._shape)
+        return unpack_frames(self._data, self._shape, self._dtype)
 
     @property
     def true_return(self) -> float:

@@ -8,11 +8,12 @@ clips it keeps zlib-compressed (``PackedClip``: about 80x smaller for Pong).
 from __future__ import annotations
 
 import time
-import zlib
 from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
+
+from drlhp.clips.segments import pack_frames, unpack_frames
 
 
 class RateCap:
@@ -55,14 +56,11 @@ class PackedClip:
 
     @classmethod
     def pack(cls, frames: np.ndarray, rewards: np.ndarray, source: int, episode: int) -> PackedClip:
-        frames = np.ascontiguousarray(frames)
-        # numpy's stubs declare ndarray.__buffer__ for Python >= 3.12 only; an ndarray is a buffer on every version.
-        data = zlib.compress(memoryview(frames).cast("B"), 1)  # type: ignore[arg-type]
-        return cls(data, tuple(frames.shape), frames.dtype.str,
+        return cls(pack_frames(frames), tuple(frames.shape), frames.dtype.str,
                    np.array(rewards, dtype=np.float64), source, episode)
 
     def unpack(self) -> np.ndarray:
-        return np.frombuffer(zlib.decompress(self.frames), np.dtype(self.dtype)).reshape(self.shape)
+        return unpack_frames(self.frames, self.shape, self.dtype)
 
     @property
     def nbytes(self) -> int:

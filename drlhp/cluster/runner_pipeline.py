@@ -22,12 +22,12 @@ import time
 from collections.abc import Sequence
 
 import numpy as np
-import torch
 
 from drlhp.clips.segments import EpisodeClips
 from drlhp.cluster.clip_stream import PackedClip, RateCap
 from drlhp.cluster.service import import_ray, service_actor
 from drlhp.reward.predictor import RewardPredictor
+from drlhp.reward.torch_setup import set_up_torch
 
 #: Unanswered clip batches a runner allows before it drops new ones (the service is behind).
 MAX_BATCHES_IN_FLIGHT = 4
@@ -51,8 +51,7 @@ class RunnerPipeline:
         self._service = service_actor(service_name)
         settings = self._ray.get(self._service.runner_settings.remote(), timeout=120)
         self.config, self.frame_spec, self.n_envs = settings["config"], settings["frame_spec"], n_envs
-        if self.config.torch_threads:
-            torch.set_num_threads(self.config.torch_threads)
+        set_up_torch(self.config.torch_threads)
         self.labelling_url = None  # the page is the service's: PreferenceService.labelling_url
         self._clips = EpisodeClips(self.frame_spec, self.config.segment_length, n_envs)
         rate = settings["clips_per_second"] * clip_share

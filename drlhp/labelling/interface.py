@@ -28,6 +28,7 @@ from drlhp.labelling.pair_selection import DisagreementScorer
 from drlhp.labelling.schedule import LabelSchedule
 from drlhp.pipeline.messages import ForgetSegment, Preference, RunStart, SegmentData
 from drlhp.pipeline.segment_channel import SegmentChannel
+from drlhp.reward.torch_setup import set_up_torch
 
 if TYPE_CHECKING:
     from drlhp.labelling.human import HumanConfig
@@ -262,9 +263,7 @@ def run_pref_interface(config: InterfaceConfig, channel: SegmentChannel, pref_qu
 
     scorer = None
     if config.selection_ckpt is not None:
-        import torch
-
-        torch.set_num_threads(1)  # the interface's core is shared with the env process
+        set_up_torch(1)  # the interface's core is shared with the env process
         scorer = DisagreementScorer(config.selection_ckpt)
     labeller = _make_labeller(config, stop_event, idle=idle)
     if url_queue is not None:

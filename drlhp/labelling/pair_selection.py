@@ -11,14 +11,13 @@ whole buffer of clips to be evaluated after a new checkpoint.
 from __future__ import annotations
 
 import logging
-import os
-import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from drlhp.clips.segments import Segment
+from drlhp.pipeline.checkpoint_watch import CheckpointWatch
 
 if TYPE_CHECKING:
     from drlhp.reward.predictor import RewardPredictor
@@ -38,10 +37,9 @@ class DisagreementScorer:
     """Per-member returns of clips under the latest checkpoint at ``ckpt_path``, and pair scores from them."""
 
     def __init__(self, ckpt_path: str, poll_interval: float = 1.0, max_new_per_pick: int = 8) -> None:
-        self.ckpt_path, self.poll_interval, self.max_new_per_pick = ckpt_path, poll_interval, max_new_per_pick
+        self.ckpt_path, self.max_new_per_pick = ckpt_path, max_new_per_pick
         self.predictor: RewardPredictor | None = None
-        self._version: tuple | None = None
-        self._next_poll = 0.0
+        self._watch = CheckpointWatch(ckpt_path, poll_interval)
         # seg_id -> (checkpoint generation, per-member return): an older generation's is used until refreshed.
         self._returns: dict[int, tuple[int, np.ndarray]] = {}
         self._generation = 0
@@ -53,28 +51,19 @@ class DisagreementScorer:
 
     def poll(self) -> None:
         """Load a newer checkpoint if there is one (a stat call at most every ``poll_interval`` s)."""
-        now = time.monotonic()
-        if now < self._next_poll:
-            return
-        self._next_poll = now + self.poll_interval
-        try:
-            st = os.stat(self.ckpt_path)
-        except FileNotFoundError:
-            return
-        version = (st.st_mtime_ns, st.st_size, st.st_ino)
-        if version == self._version:
-            return
         from drlhp.reward.predictor import RewardPredictor  # torch: only in interfaces that select by disagreement
 
         try:
-            self.predictor = RewardPredictor.load(self.ckpt_path)
+            predictor = self._watch.poll(RewardPredictor.load)
         except ValueError as e:  # e.g. replaced while read: the next poll tries again
             log.debug("could not load %s yet: %s", self.ckpt_path, e)
             return
-        if self._version is None:
-            log.info("picking pairs by the disagreement of the %d-member ensemble in %s", self.predictor.n_members,
+        if predictor is None:
+            return
+        if self.predictor is None:
+            log.info("picking pairs by the disagreement of the %d-member ensemble in %s", predictor.n_members,
                      self.ckpt_path)
-        self._version = version
+        self.predictor = predictor
         self._generation += 1
 
     def refresh(self, segments: Sequence[Segment], limit: int) -> int:

@@ -45,7 +45,6 @@ import atexit
 import contextlib
 import logging
 import multiprocessing
-import os
 import queue
 import sys
 import time
@@ -54,16 +53,17 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import numpy as np
-import torch
 
 from drlhp.clips.frames import FrameSpec
 from drlhp.clips.segments import EpisodeClips
 from drlhp.config import PreferenceConfig
 from drlhp.labelling.interface import InterfaceConfig, run_pref_interface
+from drlhp.pipeline.checkpoint_watch import CheckpointWatch
 from drlhp.pipeline.messages import PrefsSaved, SavePrefs, TrainerFailed, TrainerReady
 from drlhp.pipeline.segment_channel import SegmentChannel
 from drlhp.pipeline.workers import SharedStats, StopFlag, WorkerError, Workers
-from drlhp.reward.predictor import RewardPredictor
+from drlhp.reward.predictor import RewardPredictor, check_checkpoint_frames
+from drlhp.reward.torch_setup import set_up_torch
 from drlhp.reward.training_loop import TrainerConfig, run_reward_trainer
 from drlhp.storage.layout import LogDir, checkpoint_path
 
@@ -91,24 +91,16 @@ class PreferencePipeline:
         self._ckpt_path = LogDir(config.log_dir).checkpoint
         # A checkpoint already in log_dir is from an earlier run: only load ones this run writes
         # (or, resuming, the run's own).
-        self._ckpt_seen: tuple | None = None if config.resume else _file_version(self._ckpt_path)
-        self._next_ckpt_poll = 0.0
+        self._ckpt_watch = CheckpointWatch(self._ckpt_path, config.ckpt_poll_interval, skip_existing=not config.resume)
         self._user_choice: bool | None = None  # explicit switch_to_*() wins over the automatic switch
         self._predictor: RewardPredictor | None = None
-        if config.torch_threads:
-            torch.set_num_threads(config.torch_threads)
-        if config.seed is not None:
-            torch.manual_seed(config.seed)
+        set_up_torch(config.torch_threads, config.seed)
 
         pretrained_ckpt = None
         if config.pretrained_reward_predictor_dir:
             pretrained_ckpt = checkpoint_path(config.pretrained_reward_predictor_dir)
             self._predictor = RewardPredictor.load(pretrained_ckpt)
-            if self._predictor.config.frame_spec != frame_spec:
-                raise ValueError(
-                    f"The pretrained reward predictor expects frames {self._predictor.config.frame_spec}, "
-                    f"but this env gives {frame_spec}. Use the same env and obs_transform_func it was trained with."
-                )
+            check_checkpoint_frames(self._predictor, frame_spec, pretrained_ckpt)
             self._user_choice = True
 
         # Episode ids are unique across envs, so the interface can tell episodes apart.
@@ -187,7 +179,8 @@ class PreferencePipeline:
                                                                                  episode_ends):
                 assert self._channel is not None  # collecting clips: _start_workers made the channel
                 self._channel.send(clip_frames, clip_rewards, episode, env_index)
-        self.poll_predictor()
+        if time.monotonic() >= self._ckpt_watch.next_check:  # between checks: one clock read, no call
+            self.poll_predictor()
         if self.using_reward_from_predictor:
             assert self._predictor is not None  # using_reward_from_predictor: there is one
             return self._predictor.rewards(frames)
@@ -232,8 +225,7 @@ class PreferencePipeline:
 
     def switch_to_predicted_reward(self) -> None:
         """Return the predicted reward from now on; needs a checkpoint to exist."""
-        self._next_ckpt_poll = 0.0
-        self.poll_predictor()
+        self.poll_predictor(now=True)
         if self._predictor is None:
             raise RuntimeError(
                 f"No reward predictor yet: no checkpoint at {self._ckpt_path}. Wait until the trainer "
@@ -251,8 +243,7 @@ class PreferencePipeline:
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             self.check_workers()
-            self._next_ckpt_poll = 0.0
-            self.poll_predictor()
+            self.poll_predictor(now=True)
             if self.using_reward_from_predictor:
                 return
             if deadline is not None and time.monotonic() > deadline:
@@ -261,17 +252,15 @@ class PreferencePipeline:
                                    "training steps done")
             time.sleep(0.05)  # the trainer writes a file: nothing to wait on but the file itself
 
-    def poll_predictor(self) -> bool:
-        """Load a newer checkpoint if there is one (checked at most every ``ckpt_poll_interval``); True if loaded."""
-        now = time.monotonic()
-        if now < self._next_ckpt_poll or self._workers is None:
+    def poll_predictor(self, now: bool = False) -> bool:
+        """Load a newer checkpoint if there is one (checked at most every ``ckpt_poll_interval``, unless ``now``);
+        True if loaded."""
+        if self._workers is None:
             return False
-        self._next_ckpt_poll = now + self.config.ckpt_poll_interval
-        version = _file_version(self._ckpt_path)
-        if version is None or version == self._ckpt_seen:
+        predictor = self._ckpt_watch.poll(RewardPredictor.load, now)
+        if predictor is None:
             return False
-        self._predictor = RewardPredictor.load(self._ckpt_path)
-        self._ckpt_seen = version
+        self._predictor = predictor
         return True
 
     @property
@@ -386,15 +375,6 @@ def _close_at_exit(pipeline: weakref.ref) -> Callable[[], None]:
         if p is not None:
             p.close()
     return close
-
-
-def _file_version(path: str) -> tuple | None:
-    """What changes when a file is replaced (one stat call), or None if there is no file."""
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        return None
-    return st.st_mtime_ns, st.st_size, st.st_ino
 
 
 def _human_config(config: PreferenceConfig, spec: FrameSpec):

@@ -26,7 +26,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from drlhp.clips.frames import FrameSpec, frames_to_net_input
+from drlhp.clips.frames import FrameSpec, check_format, frames_to_net_input
 from drlhp.errors import CheckpointFormatError
 from drlhp.reward.inference import inference_ops
 from drlhp.reward.layers import MemberLinear, SpatialSoftmax
@@ -314,3 +314,11 @@ def _why_unreadable(e: Exception) -> str:
                 "not loaded, because loading it could run code from it")
     first_line = str(e).strip().splitlines()[0] if str(e).strip() else ""
     return f"{type(e).__name__}: {first_line[:200]}"
+
+
+def check_checkpoint_frames(predictor: RewardPredictor, frame_spec: FrameSpec, ckpt: str | None) -> None:
+    """Raise ``ValueError`` unless the network of checkpoint ``ckpt`` takes this env's frames."""
+    spec = predictor.config.frame_spec
+    check_format(f"The reward network of checkpoint {ckpt} takes frames", spec.shape, spec.dtype,
+                 "this env gives frames", frame_spec.shape, frame_spec.dtype,
+                 "Use the env and obs_transform_func it was trained with.")

@@ -27,9 +27,8 @@ from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
-import torch
 
-from drlhp.clips.frames import FrameSpec
+from drlhp.clips.frames import FrameSpec, check_format
 from drlhp.clips.segments import PackedSegment
 from drlhp.config import PreferenceConfig, worker_settings
 from drlhp.errors import WorkerError
@@ -47,9 +46,10 @@ from drlhp.pipeline.messages import (
 from drlhp.reward.augment import Augmentation
 from drlhp.reward.bootstrap import member_batches
 from drlhp.reward.normaliser import MIN_STD, RewardNormaliser
-from drlhp.reward.predictor import NetConfig, RewardPredictor
+from drlhp.reward.predictor import NetConfig, RewardPredictor, check_checkpoint_frames
 from drlhp.reward.pref_db import PrefBuffer, PrefDBFormatError
 from drlhp.reward.tensorboard_log import ScalarLog
+from drlhp.reward.torch_setup import set_up_torch
 from drlhp.reward.trainer import RewardTrainer, adapted_l2
 from drlhp.storage.files import append_csv_row
 from drlhp.storage.layout import LogDir
@@ -209,13 +209,11 @@ class RewardTrainingLoop:
         spec = self.config.net.frame_spec
         # A run that does not collect trains on the database's clips, whatever their length.
         length = self.config.segment_length if self.config.collect_prefs else shape[0]
-        if shape != (length, *spec.shape) or dtype != np.dtype(spec.dtype):
-            settings = "env, obs_transform_func and segment_length" if self.config.collect_prefs else \
-                "env and obs_transform_func"
-            raise ValueError(
-                f"The labels in {source} are of clips of shape {shape} and dtype {dtype}, but this run makes clips "
-                f"of {(length, *spec.shape)} and {np.dtype(spec.dtype)}. Use the {settings} they were collected "
-                f"with (segment_length={shape[0]}).")
+        settings = "env, obs_transform_func and segment_length" if self.config.collect_prefs else \
+            "env and obs_transform_func"
+        check_format(f"The labels in {source} are of clips", shape, dtype, "this run makes clips",
+                     (length, *spec.shape), spec.dtype,
+                     f"Use the {settings} they were collected with (segment_length={shape[0]}).")
 
     def _load_trainer(self) -> RewardTrainer:
         """The reward network to train: the run's own checkpoint (resume), a pretrained one, or a new one."""
@@ -223,10 +221,7 @@ class RewardTrainingLoop:
         own = c.resume and os.path.exists(c.files.checkpoint)
         ckpt = c.files.checkpoint if own else c.pretrained_ckpt
         predictor = RewardPredictor.load(ckpt) if ckpt else RewardPredictor(c.net)
-        if predictor.config.frame_spec != c.net.frame_spec:
-            raise ValueError(f"The checkpoint {ckpt} is of a reward network for frames {predictor.config.frame_spec}, "
-                             f"but this env gives {c.net.frame_spec}. Use the env and obs_transform_func it was "
-                             "trained with.")
+        check_checkpoint_frames(predictor, c.net.frame_spec, ckpt)
         trainer = RewardTrainer(predictor, c.lr, c.noise_prob, c.weight_decay, augmentation=c.augmentation,
                                 seed=c.seed)
         if own and trainer.load_state(c.files.trainer_state):
@@ -464,10 +459,7 @@ def run_reward_trainer(config: TrainerConfig, pref_queue, run_start, commands, r
         replies.put(TrainerFailed(e))
         stop_event.wait()  # the main process raises the error and stops us
         return
-    if config.torch_threads:
-        torch.set_num_threads(config.torch_threads)
-    if config.seed is not None:
-        torch.manual_seed(config.seed)
+    set_up_torch(config.torch_threads, config.seed)
     try:
         loop = RewardTrainingLoop(config, pref_queue, commands, replies, stop_event, stats)
     except STARTUP_ERRORS as e:

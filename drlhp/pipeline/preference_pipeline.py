@@ -41,34 +41,26 @@ observations, info formats) into ``step()`` calls on this class.
 """
 from __future__ import annotations
 
-import atexit
-import contextlib
 import logging
-import multiprocessing
-import queue
-import sys
 import time
-import weakref
-from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from drlhp.clips.frames import FrameSpec
 from drlhp.clips.segments import EpisodeClips
 from drlhp.config import PreferenceConfig
-from drlhp.labelling.interface import InterfaceConfig, run_pref_interface
+from drlhp.labelling.interface import InterfaceConfig
+from drlhp.pipeline.background import BackgroundProcesses
 from drlhp.pipeline.checkpoint_watch import CheckpointWatch
-from drlhp.pipeline.messages import PrefsSaved, SavePrefs, TrainerFailed, TrainerReady
 from drlhp.pipeline.segment_channel import SegmentChannel
-from drlhp.pipeline.workers import SharedStats, StopFlag, WorkerError, Workers
 from drlhp.reward.predictor import RewardPredictor, check_checkpoint_frames
 from drlhp.reward.torch_setup import set_up_torch
-from drlhp.reward.training_loop import TrainerConfig, run_reward_trainer
+from drlhp.reward.training_loop import TrainerConfig
 from drlhp.storage.layout import LogDir, checkpoint_path
 
 log = logging.getLogger("drlhp")
-Reply = TypeVar("Reply", TrainerReady, PrefsSaved)
 
 
 class PreferencePipeline:
@@ -83,7 +75,8 @@ class PreferencePipeline:
     def __init__(self, config: PreferenceConfig, frame_spec: FrameSpec, n_envs: int = 1) -> None:
         if n_envs < 1:
             raise ValueError(f"n_envs must be >= 1, got {n_envs}")
-        self._closed = True  # until the processes exist, close() has nothing to stop
+        self._background = BackgroundProcesses(config)
+        self._stats = self._background.stats  # on the step path without a lookup
         self.config, self.frame_spec, self.n_envs = config, frame_spec, n_envs
         human = _human_config(config, frame_spec) if config.human_labelling else None
         web = _web_config(config, frame_spec) if config.web_labelling else None
@@ -105,10 +98,7 @@ class PreferencePipeline:
 
         # Episode ids are unique across envs, so the interface can tell episodes apart.
         self._clips = EpisodeClips(frame_spec, config.segment_length, n_envs) if config.collect_prefs else None
-        self._workers: Workers | None = None
-        self._channel: SegmentChannel | None = None
-        # The counters exist without background processes too, so stats() has the same keys in every mode.
-        self._stats = SharedStats(multiprocessing.get_context(config.mp_start_method))
+        self._channel: SegmentChannel | None = None  # the background's, on the step path without a lookup
         if config.collect_prefs or config.train_reward:
             self._start_workers(pretrained_ckpt, human, web)
         if config.resume:
@@ -116,42 +106,16 @@ class PreferencePipeline:
 
     def _start_workers(self, pretrained_ckpt: str | None, human, web) -> None:
         """Start the trainer (and the interface, when collecting); return once the trainer is ready."""
-        c, frame_spec = self.config, self.frame_spec
-        ctx = multiprocessing.get_context(c.mp_start_method)
-        self._workers = Workers(ctx, c.log_level)
-        # A script that ends without close() (or ``with``) would hang in __del__: close() starts a queue
-        # thread, which the interpreter can no longer do by then. So close at exit, before that.
-        self._close_at_exit = _close_at_exit(weakref.ref(self))
-        atexit.register(self._close_at_exit)
-        self._closed = False
-        self._pref_queue = ctx.Queue(64)
-        self._run_start, self._commands, self._replies = ctx.Queue(1), ctx.Queue(), ctx.Queue()
-        self._url_queue = ctx.Queue(1)
-        self._interface_stop, self._trainer_stop = StopFlag(ctx), StopFlag(ctx)
-        trainer_config = TrainerConfig.from_preference_config(c, frame_spec, pretrained_ckpt)
-        try:
-            self._workers.start("reward_trainer", run_reward_trainer, trainer_config, self._pref_queue,
-                                self._run_start, self._commands, self._replies, self._trainer_stop, self._stats,
-                                stop_event=self._trainer_stop)
-            if c.collect_prefs:
-                n_slots = c.segment_queue_size or max(8, 2 * self.n_envs)
-                self._channel = SegmentChannel(ctx, frame_spec, c.segment_length, n_slots)
-                # The ensemble that judges pairs: the one being trained, else the pretrained one (if any).
-                selection_ckpt = self._ckpt_path if c.train_reward else pretrained_ckpt
-                interface_config = InterfaceConfig.from_preference_config(c, human, web, selection_ckpt)
-                self._workers.start("pref_interface", run_pref_interface, interface_config, self._channel,
-                                    self._pref_queue, self._run_start, self._interface_stop, self._stats,
-                                    self._url_queue if web else None, stop_event=self._interface_stop)
-            # Wait until the trainer holds the log_dir lock and has loaded what the run starts from,
-            # so a busy log_dir or a bad file fails here, with its own message.
-            ready = self._await_reply(TrainerReady, timeout=120.0)
-            if web:  # and until the page is served (a port in use fails here)
-                self.labelling_url = self._await_queue(self._url_queue, "pref_interface", timeout=60.0)
-                print(f"drlhp: label at {self.labelling_url}", file=sys.stderr, flush=True)
-        except BaseException:
-            with contextlib.suppress(WorkerError):  # the error being raised says what went wrong
-                self.close()
-            raise
+        c = self.config
+        trainer_config = TrainerConfig.from_preference_config(c, self.frame_spec, pretrained_ckpt)
+        interface_config = None
+        if c.collect_prefs:
+            # The ensemble that judges pairs: the one being trained, else the pretrained one (if any).
+            selection_ckpt = self._ckpt_path if c.train_reward else pretrained_ckpt
+            interface_config = InterfaceConfig.from_preference_config(c, human, web, selection_ckpt)
+        n_slots = c.segment_queue_size or max(8, 2 * self.n_envs)
+        ready = self._background.start(trainer_config, interface_config, self.frame_spec, n_slots)
+        self._channel, self.labelling_url = self._background.channel, self._background.labelling_url
         if c.resume:
             log.info("resumed the run in %s: %d labels (%d training, %d validation), reward network at step %d",
                      c.log_dir, ready.n_labels, ready.n_train, ready.n_val, ready.training_step)
@@ -172,7 +136,7 @@ class PreferencePipeline:
         Returns ``(n_envs,)`` float rewards from one batched forward pass while
         ``using_reward_from_predictor``, else None (use the env's own reward).
         """
-        self.check_workers()
+        self._background.check()
         self._stats.env_steps.value += self.n_envs if recorded is None else sum(recorded)
         if self._clips is not None:
             for env_index, episode, clip_frames, clip_rewards in self._clips.add(frames, true_rewards, recorded,
@@ -255,7 +219,7 @@ class PreferencePipeline:
     def poll_predictor(self, now: bool = False) -> bool:
         """Load a newer checkpoint if there is one (checked at most every ``ckpt_poll_interval``, unless ``now``);
         True if loaded."""
-        if self._workers is None:
+        if not self._background.started:
             return False
         predictor = self._ckpt_watch.poll(RewardPredictor.load, now)
         if predictor is None:
@@ -271,33 +235,10 @@ class PreferencePipeline:
     # -- preferences ---------------------------------------------------------------
     def save_prefs(self, timeout: float = 120.0) -> list[str]:
         """Write ``train.pkl.gz`` and ``val.pkl.gz`` into ``log_dir`` (atomically); returns their paths."""
-        if self._closed or self._workers is None:
-            raise RuntimeError("save_prefs() needs a running wrapper with collect_prefs=True or prefs_dir=.")
-        self._commands.put(SavePrefs(self.config.log_dir))
-        saved = self._await_reply(PrefsSaved, timeout)
+        saved = self._background.save_prefs(self.config.log_dir, timeout)
         log.info("saved %d training and %d validation preferences to %s", saved.n_train, saved.n_val,
                  self.config.log_dir)
         return saved.paths
-
-    def _await_queue(self, q, sender: str, timeout: float) -> Any:
-        """The next item on ``q``, checking all the while that the workers are alive."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            self.check_workers()
-            try:
-                return q.get(timeout=0.1)
-            except queue.Empty:
-                continue
-        raise TimeoutError(f"drlhp's {sender} process did not answer within {timeout} s")
-
-    def _await_reply(self, expected: type[Reply], timeout: float) -> Reply:
-        """The trainer's next reply, checking all the while that the workers are alive."""
-        reply = self._await_queue(self._replies, "reward_trainer", timeout)
-        if isinstance(reply, TrainerFailed):
-            raise reply.error
-        if not isinstance(reply, expected):
-            raise WorkerError(f"drlhp's reward_trainer process replied {reply!r}, not a {expected.__name__}")
-        return reply
 
     def stats(self) -> dict:
         """Counters: clips sent/dropped, labels, preferences received, reward-training steps."""
@@ -317,64 +258,15 @@ class PreferencePipeline:
     @property
     def processes(self) -> dict:
         """The background processes by name (``reward_trainer``, ``pref_interface``); empty if none."""
-        return dict(self._workers.procs) if self._workers is not None else {}
+        return self._background.processes
 
     def check_workers(self) -> None:
         """Raise ``WorkerError`` if a background process has failed."""
-        if not self._closed:
-            assert self._workers is not None  # not closed: _start_workers made them
-            self._workers.check()
+        self._background.check()
 
     def close(self) -> None:
         """Stop the processes, letting the trainer save unsaved labels. Idempotent."""
-        if self._closed:
-            return
-        self._closed = True
-        atexit.unregister(self._close_at_exit)
-        workers = self._workers
-        assert workers is not None  # it was not closed: _start_workers made them
-        unreported: WorkerError | None = None
-        try:
-            workers.check()  # a worker that died since the last step(): report it here, once
-        except WorkerError as e:
-            unreported = e
-        # Interface first, so every label it made is in the trainer's queue before the trainer stops.
-        self._interface_stop.set()
-        workers.stop("pref_interface", timeout=5.0)
-        try:
-            self._pref_queue.put(None, timeout=1.0)  # in case the interface died before saying so
-        except queue.Full:
-            pass
-        self._trainer_stop.set()
-        workers.stop("reward_trainer", timeout=self.config.close_timeout)
-        error = workers.pending_error()
-        workers.close()
-        for q in (self._pref_queue, self._run_start, self._commands, self._replies, self._url_queue):
-            q.cancel_join_thread()
-            q.close()
-        if self._channel is not None:
-            self._channel.close()
-        if unreported is not None:
-            raise unreported
-        if error:
-            raise WorkerError(error)
-
-    def __del__(self) -> None:
-        # A safety net only: call close() (or use ``with``) to save labels reliably.
-        if not getattr(self, "_closed", True):
-            try:
-                self.close()
-            except Exception:
-                pass
-
-
-def _close_at_exit(pipeline: weakref.ref) -> Callable[[], None]:
-    """An exit handler that closes the pipeline if it is still open (it holds no reference to it)."""
-    def close() -> None:
-        p = pipeline()
-        if p is not None:
-            p.close()
-    return close
+        self._background.close()
 
 
 def _human_config(config: PreferenceConfig, spec: FrameSpec):

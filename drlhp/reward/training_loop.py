@@ -1,18 +1,10 @@
 """The reward-training process: owns the preference database, trains, writes checkpoints.
 
-A receiver thread moves labels from the preference interface into the
-``PrefBuffer`` the moment they arrive (so the interface never waits on a
-training step); the main thread trains on minibatches, answers ``SavePrefs``
-commands between steps, and checkpoints atomically. With ``train_reward=False``
-it only collects, so ``save_prefs()`` works while nothing trains.
-
-At start it loads what the run builds on (``drlhp.storage.run_dir``: resume, or a new run
-from ``prefs_dir``), writes the log_dir snapshot if the journal or another
-directory added labels, and tells the interface where numbering continues.
-A snapshot of the labels is written on ``save_prefs()``, on close, and once the
-labels since the last one are as many as the older ones in the database (so
-rewriting it costs at most as much again as journaling them did); the journal
-holds everything in between.
+Its labels -- loaded at start, received from the interface by a thread, written as
+snapshots -- are ``drlhp.reward.label_intake``'s job. The main thread trains on
+minibatches, answers ``SavePrefs`` commands between steps, and checkpoints atomically.
+With ``train_reward=False`` it only collects, so ``save_prefs()`` works while nothing
+trains. At start it tells the interface where numbering continues.
 """
 from __future__ import annotations
 
@@ -20,7 +12,6 @@ import logging
 import multiprocessing
 import os
 import queue
-import threading
 import time
 import traceback
 from dataclasses import dataclass
@@ -28,40 +19,28 @@ from typing import Callable
 
 import numpy as np
 
-from drlhp.clips.frames import FrameSpec, check_format
-from drlhp.clips.segments import PackedSegment
+from drlhp.clips.frames import FrameSpec
 from drlhp.config import PreferenceConfig, worker_settings
 from drlhp.errors import WorkerError
-from drlhp.labelling.journal import remove_journal
-from drlhp.pipeline.messages import (
-    ForgetSegment,
-    Preference,
-    PrefsSaved,
-    RunStart,
-    SavePrefs,
-    SegmentData,
-    TrainerFailed,
-    TrainerReady,
-)
+from drlhp.pipeline.messages import RunStart, SavePrefs, TrainerFailed, TrainerReady
 from drlhp.reward.augment import Augmentation
 from drlhp.reward.bootstrap import member_batches
+from drlhp.reward.label_intake import LabelIntake
 from drlhp.reward.normaliser import MIN_STD, RewardNormaliser
 from drlhp.reward.predictor import NetConfig, RewardPredictor, check_checkpoint_frames
-from drlhp.reward.pref_db import PrefBuffer, PrefDBFormatError
+from drlhp.reward.pref_db import PrefDBFormatError
 from drlhp.reward.tensorboard_log import ScalarLog
 from drlhp.reward.torch_setup import set_up_torch
 from drlhp.reward.trainer import RewardTrainer, adapted_l2
 from drlhp.storage.files import append_csv_row
 from drlhp.storage.layout import LogDir
 from drlhp.storage.lock import LogDirInUseError, LogDirLock
-from drlhp.storage.run_dir import LogDirHasLabelsError, refuse_earlier_labels, set_aside_earlier_logs
+from drlhp.storage.run_dir import LogDirHasLabelsError, set_aside_earlier_logs
 
 log = logging.getLogger("drlhp.trainer")
 
 #: Errors in what the user asked for at start: raised as themselves in the main process.
 STARTUP_ERRORS = (LogDirHasLabelsError, PrefDBFormatError, FileNotFoundError, ValueError)
-#: A snapshot is due once this many labels, and as many as the database's older ones, arrived since the last.
-MIN_LABELS_PER_SNAPSHOT = 100
 METRICS_COLUMNS = ("training_step", "wall_time_s", "labels", "labels_asked", "labels_remaining", "n_train_prefs",
                    "n_val_prefs", "train_loss", "train_accuracy", "val_loss", "val_accuracy", "l2_coefficient",
                    "pairs_per_second")
@@ -120,39 +99,6 @@ _TRAINER_SETTINGS = {"ckpt_interval": "reward_predictor_ckpt_interval", "batch_s
                      "torch_threads": "trainer_torch_threads", "autosave_interval": "prefs_autosave_interval"}
 
 
-class PrefReceiver(threading.Thread):
-    """Moves interface messages into the buffer; stops at the ``None`` end marker."""
-
-    def __init__(self, pref_queue, buffer: PrefBuffer, lock: threading.Lock, stats) -> None:
-        super().__init__(name="drlhp-pref-receiver", daemon=True)
-        self.pref_queue, self.buffer, self.lock, self.stats = pref_queue, buffer, lock, stats
-        self.live: dict[int, PackedSegment] = {}
-        self.done = threading.Event()
-        self.error: str | None = None
-        self.n_unsaved = 0
-
-    def run(self) -> None:
-        try:
-            while (msg := self.pref_queue.get()) is not None:
-                if isinstance(msg, SegmentData):
-                    self.live[msg.segment.seg_id] = msg.segment
-                elif isinstance(msg, ForgetSegment):
-                    del self.live[msg.seg_id]
-                elif isinstance(msg, Preference):
-                    with self.lock:
-                        self.buffer.add(self.live[msg.seg_id_a], self.live[msg.seg_id_b], msg.label, msg.seq,
-                                        msg.labeller, msg.seconds)
-                        self.n_unsaved += 1
-                    self.stats.prefs_received.value += 1
-                    self.stats.run_labels.value = self.buffer.n_received
-                else:
-                    raise TypeError(f"unexpected message {type(msg).__name__}")
-        except BaseException:
-            self.error = traceback.format_exc()
-        finally:
-            self.done.set()
-
-
 class RewardTrainingLoop:
     """The trainer process's main thread; ``run()`` returns when asked to stop."""
 
@@ -160,10 +106,8 @@ class RewardTrainingLoop:
         self.config, self.commands, self.replies = config, commands, replies
         self.stop_event, self.stats = stop_event, stats
         self.rng = np.random.default_rng(config.seed)
-        self.journaling = config.collect_prefs and config.autosave_prefs
-        self.buffer = self._load_labels()
-        self.lock = threading.Lock()
-        self.receiver = PrefReceiver(pref_queue, self.buffer, self.lock, stats)
+        self.labels = LabelIntake(config, pref_queue, stats)
+        self.buffer, self.lock = self.labels.buffer, self.labels.lock  # what the training steps read
         self.trainer = self._load_trainer()
         self._ckpt_step = stats.training_steps.value = self.step
         if not config.resume:
@@ -179,42 +123,8 @@ class RewardTrainingLoop:
         self._warned_flat = False
         self._rate_clock = time.monotonic()
         self._start = time.monotonic()
-        self._next_autosave = self._start + (config.autosave_interval or 0)
-        self._next_byte_count = 0.0
 
     # -- start ---------------------------------------------------------------------
-    def _load_labels(self) -> PrefBuffer:
-        """The labels the run starts from: its own (resume), prefs_dir's, or none."""
-        c = self.config
-        own = c.resume and c.files.has_labels()
-        source = c.log_dir if own else c.prefs_dir
-        if c.collect_prefs and not own and not _same_dir(source, c.log_dir):
-            refuse_earlier_labels(c.log_dir)  # save_prefs() or a snapshot would overwrite them
-        buffer = PrefBuffer.load(source, c.max_prefs_in_db, c.val_fraction) if source else PrefBuffer(
-            c.max_prefs_in_db, c.val_fraction)
-        self._check_clips(buffer, source)
-        labels_from_elsewhere = buffer.n_received and not _same_dir(source, c.log_dir)
-        if self.journaling and (c.files.journal_files() or labels_from_elsewhere):
-            # One snapshot in log_dir holds them all, so the run's log_dir alone has every label.
-            buffer.save(c.log_dir)
-            remove_journal(c.log_dir)
-        self.stats.labels_in_snapshot.value = self.stats.run_labels.value = buffer.n_received
-        return buffer
-
-    def _check_clips(self, buffer: PrefBuffer, source: str | None) -> None:
-        segments = {**buffer.train_db.segments, **buffer.val_db.segments}
-        if not segments:
-            return
-        _, shape, dtype = next(iter(segments.values())).packed_frames
-        spec = self.config.net.frame_spec
-        # A run that does not collect trains on the database's clips, whatever their length.
-        length = self.config.segment_length if self.config.collect_prefs else shape[0]
-        settings = "env, obs_transform_func and segment_length" if self.config.collect_prefs else \
-            "env and obs_transform_func"
-        check_format(f"The labels in {source} are of clips", shape, dtype, "this run makes clips",
-                     (length, *spec.shape), spec.dtype,
-                     f"Use the {settings} they were collected with (segment_length={shape[0]}).")
-
     def _load_trainer(self) -> RewardTrainer:
         """The reward network to train: the run's own checkpoint (resume), a pretrained one, or a new one."""
         c = self.config
@@ -235,68 +145,34 @@ class RewardTrainingLoop:
 
     def run_start(self) -> RunStart:
         """Where the interface's numbering continues: past every clip id and label the run has."""
-        return RunStart(max(self.buffer.segment_ids, default=-1) + 1, self.buffer.n_received)
+        return self.labels.run_start()
 
     def run(self) -> None:
-        if self.config.collect_prefs:
-            self.receiver.start()
-        else:
-            self.receiver.done.set()
+        self.labels.start_receiving()
         stop_deadline = None
         try:
-            while not self.receiver.done.is_set() or not self.stop_event.is_set():
+            while not self.labels.receiver.done.is_set() or not self.stop_event.is_set():
                 if self.stop_event.is_set():
                     # The interface sends an end marker when it stops; if it died without
                     # one, stop anyway (and save what arrived) after a short wait.
                     stop_deadline = stop_deadline or time.monotonic() + 5.0
                     if time.monotonic() > stop_deadline:
                         break
-                self._check_receiver()
-                n_labels = len(self.buffer.train_db) + len(self.buffer.val_db)
+                self.labels.check()
                 can_train = (self.config.train_reward and len(self.buffer.train_db) > 0
-                             and n_labels >= self.config.n_initial_prefs)
+                             and self.labels.n_labels >= self.config.n_initial_prefs)
                 self._serve_command(timeout=0.0 if can_train else 0.05)
                 if can_train:
                     self._train_step()
-                self._maybe_snapshot()
-                self._maybe_count_bytes()
+                self.labels.maybe_snapshot()
+                self.labels.maybe_count_bytes()
         finally:
-            n_unsaved = self.receiver.n_unsaved
-            if self.journaling and n_unsaved:
-                self._save_prefs(self.config.log_dir)
-                log.info("saved %d unsaved preferences to %s on close", n_unsaved, self.config.log_dir)
-        self._check_receiver()
+            self.labels.save_unsaved()
+        self.labels.check()
         if self.scalars is not None:
             self.scalars.close()
         if self.step > self._ckpt_step:  # so that a resumed run continues from the last step, not the last checkpoint
             self._checkpoint(log_metrics=False)  # validation would only slow close() down
-
-    def _check_receiver(self) -> None:
-        if self.receiver.error:
-            raise RuntimeError(f"preference receiver thread failed:\n{self.receiver.error}")
-
-    def _maybe_count_bytes(self) -> None:
-        # About a millisecond for a full database: once a second is plenty for stats().
-        if time.monotonic() >= self._next_byte_count:
-            self._next_byte_count = time.monotonic() + 1.0
-            with self.lock:
-                self.stats.db_bytes.value = self.buffer.nbytes
-
-    def _maybe_snapshot(self) -> None:
-        n_unsaved = self.receiver.n_unsaved
-        if not self.journaling or not n_unsaved:
-            return
-        n_older = len(self.buffer.train_db) + len(self.buffer.val_db) - n_unsaved
-        journal_as_large = n_unsaved >= max(MIN_LABELS_PER_SNAPSHOT, n_older)
-        interval_passed = self.config.autosave_interval and time.monotonic() >= self._next_autosave
-        if not (journal_as_large or interval_passed):
-            return
-        start = time.monotonic()
-        self._save_prefs(self.config.log_dir)
-        # Large databases take long to write: keep saving to at most ~10 % of the time.
-        took = time.monotonic() - start
-        self._next_autosave = time.monotonic() + max(self.config.autosave_interval or 0, 10 * took)
-        log.info("wrote a snapshot of %d labels to %s in %.1f s", self.buffer.n_received, self.config.log_dir, took)
 
     def _serve_command(self, timeout: float) -> None:
         try:
@@ -305,19 +181,10 @@ class RewardTrainingLoop:
             return
         if isinstance(cmd, SavePrefs):
             try:
-                self.replies.put(self._save_prefs(cmd.directory))
+                self.replies.put(self.labels.save(cmd.directory))
             except Exception:
                 self.replies.put(TrainerFailed(WorkerError(
                     f"drlhp's reward_trainer process could not save the labels:\n{traceback.format_exc()}")))
-
-    def _save_prefs(self, directory: str) -> PrefsSaved:
-        with self.lock:
-            n_unsaved = self.receiver.n_unsaved
-            paths = self.buffer.save(directory)
-            if _same_dir(directory, self.config.log_dir):
-                self.receiver.n_unsaved -= n_unsaved
-                self.stats.labels_in_snapshot.value = self.buffer.n_received  # the journal may drop these now
-            return PrefsSaved(paths, len(self.buffer.train_db), len(self.buffer.val_db))
 
     def _sample(self, db, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """A training batch: each ensemble member's ``n`` pairs from its bootstrap resample of ``db``."""
@@ -437,10 +304,6 @@ class RewardTrainingLoop:
         log.info("reward step %d: train loss %.4f acc %.3f | val loss %.4f acc %.3f | %d/%d prefs | L2 %.2g | "
                  "%.0f pairs/s", row["training_step"], row["train_loss"], row["train_accuracy"], val_loss, val_acc,
                  row["n_train_prefs"], row["n_val_prefs"], row["l2_coefficient"], row["pairs_per_second"])
-
-
-def _same_dir(a: str | None, b: str) -> bool:
-    return a is not None and os.path.realpath(a) == os.path.realpath(b)
 
 
 def _mean_ignoring_nan(values: list) -> float:

@@ -23,9 +23,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from drlhp.clips.segments import EpisodeClips
 from drlhp.cluster.clip_stream import PackedClip, RateCap
 from drlhp.cluster.service import import_ray, service_actor
+from drlhp.pipeline.clip_cutting import EpisodeClips
 from drlhp.reward.predictor import RewardPredictor
 from drlhp.reward.torch_setup import set_up_torch
 

@@ -49,11 +49,11 @@ from typing import Any
 import numpy as np
 
 from drlhp.clips.frames import FrameSpec
-from drlhp.clips.segments import EpisodeClips
 from drlhp.config import PreferenceConfig
 from drlhp.labelling.interface import InterfaceConfig
 from drlhp.pipeline.background import BackgroundProcesses
 from drlhp.pipeline.checkpoint_watch import CheckpointWatch
+from drlhp.pipeline.clip_cutting import EpisodeClips
 from drlhp.pipeline.segment_channel import SegmentChannel
 from drlhp.reward.predictor import RewardPredictor, check_checkpoint_frames
 from drlhp.reward.torch_setup import set_up_torch

@@ -214,11 +214,13 @@ class PreferenceConfig:
 
     @property
     def schedule(self) -> LabelSchedule:
+        """How many labels the run may have asked for by each env step (from the label_* settings)."""
         return LabelSchedule(self.label_budget, self.n_initial_prefs, self.label_schedule, self.label_schedule_steps,
                              self.label_schedule_t0)
 
     @property
     def augmentation(self) -> Augmentation:
+        """How training clips are varied (from augment_shift, temporal_crop_min_length, pseudo_label_threshold)."""
         return Augmentation(self.augment_shift, self.temporal_crop_min_length, self.pseudo_label_threshold)
 
     @property

@@ -30,6 +30,7 @@ class RateCap:
         self._tokens, self._last = self.burst, clock()
 
     def take(self) -> bool:
+        """True if a clip may be kept now (a token is taken), False if the rate is used up."""
         now = self._clock()
         self._tokens = min(self.burst, self._tokens + (now - self._last) * self.rate)
         self._last = now
@@ -56,10 +57,12 @@ class PackedClip:
 
     @classmethod
     def pack(cls, frames: np.ndarray, rewards: np.ndarray, source: int, episode: int) -> PackedClip:
+        """A clip of frames (compressed) and their true rewards, from env source's episode."""
         return cls(pack_frames(frames), tuple(frames.shape), frames.dtype.str,
                    np.array(rewards, dtype=np.float64), source, episode)
 
     def unpack(self) -> np.ndarray:
+        """The clip's frames, (length, *frame_shape)."""
         return unpack_frames(self.frames, self.shape, self.dtype)
 
     @property

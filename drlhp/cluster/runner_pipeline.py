@@ -72,6 +72,7 @@ class RunnerPipeline:
     # -- the per-step path (PreferencePipeline's interface) --------------------------------
     def step(self, frames: np.ndarray, true_rewards: Sequence[float], recorded: Sequence[bool] | None = None,
              episode_ends: Sequence[bool] | None = None) -> np.ndarray:
+        """Take one step of every env; returns their normalised predicted rewards (zeros before the first weights)."""
         self._unreported_steps += self.n_envs if recorded is None else sum(recorded)
         for env_index, episode, clip_frames, clip_rewards in self._clips.add(frames, true_rewards, recorded,
                                                                              episode_ends):
@@ -97,20 +98,24 @@ class RunnerPipeline:
             self.counts["clips_over_share"] += 1
 
     def end_episode(self, env_index: int) -> None:
+        """Env env_index's episode ended (or it was reset): its unfinished clip is dropped."""
         self._clips.end_episode(env_index)
 
     def end_all_episodes(self) -> None:
+        """Every env's episode ended (or all were reset)."""
         for i in range(self.n_envs):
             self.end_episode(i)
 
     @property
     def using_reward_from_predictor(self) -> bool:
+        """True once the runner has the service's reward weights."""
         return self.predictor is not None
 
     def check_workers(self) -> None:
         """Nothing to check here: the driver's ``PreferenceService.check()`` reports the service's failures."""
 
     def stats(self) -> dict:
+        """This runner's counters: clips cut, sent, over its share, dropped; its weights' version and step."""
         return {"n_envs": self.n_envs, **self.counts, "weights_version": self._weights_version,
                 "predictor_training_step": self.predictor.training_step if self.predictor else None}
 

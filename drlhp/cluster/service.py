@@ -34,8 +34,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("drlhp")
 
-#: Ray namespace of drlhp's named actors, so runners of any job find the service by name.
 NAMESPACE = "drlhp"
+"""Ray namespace of drlhp's named actors, so runners of any job find the service by name."""
 
 
 def import_ray():

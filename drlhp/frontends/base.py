@@ -10,10 +10,10 @@ from drlhp.clips.frames import FrameSpec, infer_frame_spec
 from drlhp.config import PreferenceConfig
 from drlhp.pipeline.preference_pipeline import PreferencePipeline
 
-#: ``info`` key holding the environment's own reward of every step.
 TRUE_REWARD_KEY = "drlhp_true_reward"
-#: ``info`` key holding the predicted, normalised reward (present while it is returned).
+"""``info`` key holding the environment's own reward of every step."""
 PREDICTED_REWARD_KEY = "drlhp_predicted_reward"
+"""``info`` key holding the predicted, normalised reward (present while it is returned)."""
 
 
 class _Closable(Protocol):
@@ -56,6 +56,7 @@ class PipelineFrontEnd:
 
     @property
     def log_dir(self) -> str:
+        """Where the run's labels, checkpoints and logs go."""
         return self.pipeline.config.log_dir
 
     @property

@@ -31,11 +31,13 @@ class HumanPreferencesEnvWrapper(PipelineFrontEnd, gymnasium.Wrapper, gymnasium.
         self._start_pipeline(env.observation_space.sample(), 1, config, kwargs)
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
+        """Reset the env; the unfinished clip of the episode that ends here is dropped."""
         self.pipeline.check_workers()
         self.pipeline.end_episode(0)
         return self.env.reset(seed=seed, options=options)
 
     def step(self, action):
+        """Step the env; the reward is the predicted one once it is returned, the env's own is in info."""
         obs, reward, terminated, truncated, info = self.env.step(action)
         frame = self._frame(obs)
         predicted = self.pipeline.step(frame[None], (reward,), episode_ends=(terminated or truncated,))

@@ -44,11 +44,13 @@ class HumanPreferencesVecEnvWrapper(PipelineFrontEnd, VecEnvWrapper):
         self._start_pipeline(venv.observation_space.sample(), venv.num_envs, config, kwargs)
 
     def reset(self):
+        """Reset all sub-envs; their unfinished clips are dropped."""
         self.pipeline.check_workers()
         self.pipeline.end_all_episodes()
         return self.venv.reset()
 
     def step_wait(self):
+        """The sub-envs' step; the rewards are the predicted ones once they are returned, the envs' own in each info."""
         obs, rewards, dones, infos = self.venv.step_wait()
         last_obs = {i: infos[i]["terminal_observation"] for i in np.flatnonzero(dones)}
         predicted = self.pipeline.step(self._frames(obs, last_obs), rewards, None, dones)

@@ -44,6 +44,7 @@ class HumanPreferencesVectorWrapper(PipelineFrontEnd, VectorWrapper):
         self._start_pipeline(env.single_observation_space.sample(), env.num_envs, config, kwargs)
 
     def reset(self, *, seed: int | list[int] | None = None, options: dict | None = None):
+        """Reset the sub-envs (those of options["reset_mask"], else all); their unfinished clips are dropped."""
         self.pipeline.check_workers()
         mask = (options or {}).get("reset_mask")
         for i in range(self.num_envs):
@@ -55,6 +56,7 @@ class HumanPreferencesVectorWrapper(PipelineFrontEnd, VectorWrapper):
         return self.env.reset(seed=seed, options=options)  # type: ignore[arg-type]
 
     def step(self, actions):
+        """Step the sub-envs; the rewards are the predicted ones once they are returned, the envs' own in infos."""
         obs, rewards, terminations, truncations, infos = self.env.step(actions)
         ends = np.logical_or(terminations, truncations)
         recorded = None

@@ -170,6 +170,7 @@ class PreferencePipeline:
             self._clips.end_episode(env_index)
 
     def end_all_episodes(self) -> None:
+        """Every env's episode ended (or all were reset)."""
         for i in range(self.n_envs):
             self.end_episode(i)
 

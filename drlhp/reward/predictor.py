@@ -221,6 +221,7 @@ class RewardPredictor:
 
     @property
     def n_members(self) -> int:
+        """Networks in the ensemble."""
         return self.config.n_members
 
     def _forward(self, frames: np.ndarray) -> torch.Tensor:

@@ -63,6 +63,7 @@ class PrefDB:
 
     def append(self, a: Segment | PackedSegment, b: Segment | PackedSegment, label: float, labeller: str = "",
                seconds: float | None = None) -> None:
+        """Add one labelled pair (label: P(a preferred)), evicting the oldest pair if full."""
         for seg in (a, b):
             if seg.seg_id not in self.segments:
                 self.segments[seg.seg_id] = pack(seg)
@@ -227,12 +228,14 @@ class PrefBuffer:
 
     def add(self, a: Segment | PackedSegment, b: Segment | PackedSegment, label: float, seq: int | None = None,
             labeller: str = "", seconds: float | None = None) -> None:
+        """Add the run's seq-th label (None: the next) to the database its number routes it to."""
         seq = self.n_received if seq is None else seq
         self.db_for(seq).append(a, b, label, labeller, seconds)
         self.n_received = max(self.n_received, seq + 1)
 
     @property
     def segment_ids(self) -> set[int]:
+        """Ids of every clip held, in training and validation pairs."""
         return set(self.train_db.segments) | set(self.val_db.segments)
 
     @property
@@ -242,6 +245,7 @@ class PrefBuffer:
         return sum(s.nbytes for s in segments.values())
 
     def save(self, directory: str) -> list[str]:
+        """Write ``train.pkl.gz`` and ``val.pkl.gz`` into ``directory`` (atomically); returns their paths."""
         paths = list(LogDir(directory).snapshot)
         self.train_db.save(paths[0], self.n_received)
         self.val_db.save(paths[1], self.n_received)

@@ -8,7 +8,7 @@ import numpy as np
 import torch
 
 import drlhp  # noqa: F401  (registers drlhp/MovingDot-v0)
-from drlhp.frames import infer_frame_spec
+from drlhp.clips.frames import infer_frame_spec
 from drlhp.reward_predictor import DEFAULT_ENSEMBLE_SIZE, NetConfig, RewardPredictor
 
 

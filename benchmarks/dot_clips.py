@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from drlhp.clips.segments import Segment
 from drlhp.envs.moving_dot import MOVES, MovingDotEnv
-from drlhp.segments import Segment
 
 LENGTH = 25
 

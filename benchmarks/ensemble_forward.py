@@ -15,7 +15,7 @@ import time
 import numpy as np
 from common import make_env, one_thread, run_per_env
 
-from drlhp.frames import infer_frame_spec
+from drlhp.clips.frames import infer_frame_spec
 from drlhp.reward_predictor import NetConfig, RewardPredictor
 
 

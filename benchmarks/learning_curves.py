@@ -178,7 +178,7 @@ def draw(curves: dict, path: str, window: int, title: str) -> str:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from drlhp.plot import plot_learning_curve
+    from drlhp.cli.plot import plot_learning_curve
 
     fig, ax = plt.subplots(figsize=(10, 5.5))
     handles, labels_ax = [], None

@@ -26,12 +26,12 @@ import numpy as np
 import torch
 from dot_clips import clip_stream, random_pairs
 
-from drlhp.frames import infer_frame_spec
+from drlhp.clips.frames import infer_frame_spec
 from drlhp.labellers import SyntheticTeacher
+from drlhp.pipeline.workers import SharedStats
 from drlhp.pref_db import PrefBuffer
-from drlhp.processes import SharedStats
+from drlhp.reward.training_loop import RewardTrainingLoop, TrainerConfig
 from drlhp.reward_predictor import NetConfig
-from drlhp.trainer_process import RewardTrainingLoop, TrainerConfig
 
 # name: (ensemble members, batch size, lr, dropout, noise_prob, torch threads)
 SETTINGS = {
@@ -71,8 +71,9 @@ def accuracy(predictor, frames, pairs, wanted) -> float:
 
 def start_up_seconds() -> float:
     """A new process: import torch and drlhp's trainer, build a 3-member network (what the trainer does first)."""
-    code = ("import numpy as np; from drlhp.trainer_process import RewardTrainingLoop; "
-            "from drlhp.reward_predictor import NetConfig, RewardPredictor; from drlhp.frames import infer_frame_spec; "
+    code = ("import numpy as np; from drlhp.reward.training_loop import RewardTrainingLoop; "
+            "from drlhp.reward_predictor import NetConfig, RewardPredictor; "
+            "from drlhp.clips.frames import infer_frame_spec; "
             "RewardPredictor(NetConfig(infer_frame_spec(np.zeros((64, 64, 1), np.uint8)), n_members=3))")
     start = time.perf_counter()
     subprocess.run([sys.executable, "-c", code], check=True)

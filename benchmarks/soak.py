@@ -21,7 +21,7 @@ import numpy as np
 from common import make_env, one_thread
 
 from drlhp import HumanPreferencesEnvWrapper
-from drlhp.label_journal import journal_files
+from drlhp.storage.layout import LogDir
 
 MAX_PREFS = 3000
 MIB = 2 ** 20
@@ -49,7 +49,7 @@ def sample(env, log_dir: str, pids: dict, start: float) -> dict:
     stats = env.stats()
     row = {"min": (time.monotonic() - start) / 60, "labels": stats["run_labels"], "steps": stats["training_steps"],
            "db MiB": stats["db_bytes"] / MIB, "shm MiB": shm_used_mib(),
-           "journal MiB": disk_mib(journal_files(log_dir)),
+           "journal MiB": disk_mib(LogDir(log_dir).journal_files()),
            "snapshot MiB": disk_mib([os.path.join(log_dir, f) for f in ("train.pkl.gz", "val.pkl.gz")])}
     for name, pid in pids.items():
         row[f"{name} RSS"] = rss_mib(pid)

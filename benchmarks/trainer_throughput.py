@@ -21,10 +21,10 @@ import torch
 from common import make_env, one_thread, run_per_env
 
 from drlhp import HumanPreferencesEnvWrapper
-from drlhp.frames import frames_to_net_input, infer_frame_spec
+from drlhp.clips.frames import frames_to_net_input, infer_frame_spec
+from drlhp.clips.segments import Segment
 from drlhp.pref_db import PrefBuffer
 from drlhp.reward_predictor import NetConfig, build_reward_net, preference_loss, segment_returns
-from drlhp.segments import Segment
 
 BATCH, LENGTH, N_SEGMENTS, N_PREFS = 16, 25, 200, 600
 SAME_AS_BARE = dict(ensemble_size=1, reward_predictor_batch_size=BATCH, reward_predictor_lr=3e-4,
@@ -80,7 +80,7 @@ def drlhp_pairs_per_s(name: str, segments, n_steps: int, rng, tmp: str) -> float
 
 def offline_pairs_per_s(n_steps: int, tmp: str) -> float:
     """``drlhp train-reward``'s in-process loop on the database the trainer process used."""
-    from drlhp.offline import train_reward
+    from drlhp.cli.offline import train_reward
 
     times = {}
 

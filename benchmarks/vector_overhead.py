@@ -26,7 +26,7 @@ from common import make_env, make_vec_env, one_thread, run_per_env, untrained_ch
 from gymnasium.vector import SyncVectorEnv
 
 from drlhp import HumanPreferencesVectorWrapper
-from drlhp.frames import frames_to_net_input
+from drlhp.clips.frames import frames_to_net_input
 from drlhp.reward_predictor import RewardPredictor, member_input
 from drlhp.sb3 import HumanPreferencesVecEnvWrapper
 

@@ -22,7 +22,7 @@ import torch
 from common import make_env, one_thread, run_per_env, steps_per_second, untrained_checkpoint
 
 from drlhp import HumanPreferencesEnvWrapper
-from drlhp.frames import frames_to_net_input
+from drlhp.clips.frames import frames_to_net_input
 from drlhp.reward_predictor import RewardPredictor, member_input
 
 

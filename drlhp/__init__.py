@@ -10,13 +10,13 @@ import gymnasium
 
 from drlhp.config import PreferenceConfig
 from drlhp.errors import CheckpointFormatError, LogDirHasLabelsError, LogDirInUseError, PrefDBFormatError, WorkerError
-from drlhp.frontend import PREDICTED_REWARD_KEY, TRUE_REWARD_KEY
-from drlhp.labellers import SyntheticTeacher
-from drlhp.pipeline import PreferencePipeline
-from drlhp.pref_db import PrefBuffer, PrefDB
-from drlhp.reward_predictor import RewardPredictor
-from drlhp.vector import HumanPreferencesVectorWrapper
-from drlhp.wrapper import HumanPreferencesEnvWrapper
+from drlhp.frontends.base import PREDICTED_REWARD_KEY, TRUE_REWARD_KEY
+from drlhp.frontends.env_wrapper import HumanPreferencesEnvWrapper
+from drlhp.frontends.vector import HumanPreferencesVectorWrapper
+from drlhp.labelling.labellers import SyntheticTeacher
+from drlhp.pipeline.preference_pipeline import PreferencePipeline
+from drlhp.reward.predictor import RewardPredictor
+from drlhp.reward.pref_db import PrefBuffer, PrefDB
 
 __version__ = "0.1.0"
 

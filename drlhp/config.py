@@ -3,7 +3,8 @@
 ``HumanPreferencesEnvWrapper``, ``HumanPreferencesVectorWrapper`` and
 ``drlhp.sb3.HumanPreferencesVecEnvWrapper`` all accept these as keyword
 arguments (or a ready ``config=PreferenceConfig(...)``), so a setting has one
-name, one default and one check whatever the front-end.
+name, one default and one check whatever the front-end. Each background process's
+settings are derived from them by ``worker_settings``, so none is copied by hand.
 """
 from __future__ import annotations
 
@@ -11,20 +12,23 @@ import dataclasses
 import logging
 import multiprocessing
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
 
 import numpy as np
 
-from drlhp.augment import Augmentation
-from drlhp.label_schedule import LabelSchedule
-from drlhp.labellers import Labeller, SyntheticTeacher
-from drlhp.pair_selection import SELECTIONS
-from drlhp.reward_predictor import ARCHS, DEFAULT_ARCH, DEFAULT_ENSEMBLE_SIZE, checkpoint_path
-from drlhp.run_dir import can_resume
-from drlhp.tensorboard_log import require_tensorboard
+from drlhp.labelling.labellers import Labeller, SyntheticTeacher
+from drlhp.labelling.pair_selection import SELECTIONS
+from drlhp.labelling.schedule import LabelSchedule
+from drlhp.reward.augment import Augmentation
+from drlhp.reward.predictor import ARCHS, DEFAULT_ARCH, DEFAULT_ENSEMBLE_SIZE
+from drlhp.reward.tensorboard_log import require_tensorboard
+from drlhp.storage.layout import checkpoint_path
+from drlhp.storage.run_dir import can_resume
 
 LABELLING = ("terminal", "web")
+WorkerSettings = TypeVar("WorkerSettings")
 
 
 @dataclass(frozen=True)
@@ -211,11 +215,13 @@ class PreferenceConfig:
 
     @property
     def schedule(self) -> LabelSchedule:
+        """How many labels the run may have asked for by each env step (from the label_* settings)."""
         return LabelSchedule(self.label_budget, self.n_initial_prefs, self.label_schedule, self.label_schedule_steps,
                              self.label_schedule_t0)
 
     @property
     def augmentation(self) -> Augmentation:
+        """How training clips are varied (from augment_shift, temporal_crop_min_length, pseudo_label_threshold)."""
         return Augmentation(self.augment_shift, self.temporal_crop_min_length, self.pseudo_label_threshold)
 
     @property
@@ -241,6 +247,26 @@ class PreferenceConfig:
             raise TypeError(f"unknown drlhp argument(s) {unknown}; the arguments are the fields of "
                             f"drlhp.PreferenceConfig: {sorted(names)}")
         return dataclasses.replace(config, **kwargs) if config is not None else cls(**kwargs)
+
+
+def worker_settings(cls: type[WorkerSettings], config: PreferenceConfig, renamed: Mapping[str, str],
+                    **derived: Any) -> WorkerSettings:
+    """The settings dataclass ``cls`` of a background process, filled in from the run's ``config``.
+
+    Each field of ``cls`` takes, in this order: its value in ``derived``; the ``config`` setting
+    (field or property) that ``renamed`` names for it; the ``config`` setting of its own name;
+    else its default. So a setting added to both classes under one name reaches the worker
+    without another line of code.
+    """
+    values = dict(derived)
+    for f in dataclasses.fields(cls):  # type: ignore[arg-type]  # cls is a dataclass; TypeVar cannot say so
+        if f.name in values:
+            continue
+        if f.name in renamed:
+            values[f.name] = getattr(config, renamed[f.name])
+        elif hasattr(config, f.name):
+            values[f.name] = getattr(config, f.name)
+    return cls(**values)
 
 
 def _check(c: PreferenceConfig) -> None:

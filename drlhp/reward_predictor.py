@@ -1,327 +1,37 @@
-"""The reward network (an ensemble of members), its preference loss, and its checkpoints.
+"""The reward network's old import path (the original drlhp's name), kept so old imports still work.
 
-Each member maps one frame to one scalar; a segment's predicted return is the
-sum over its frames, and P(a preferred to b) follows Bradley-Terry:
-``sigmoid(R_a - R_b)``, optionally mixed with a probability ``noise_prob`` that
-the labeller answered uniformly at random (Christiano et al. 2017 use 0.1).
-
-The members of an ensemble (the paper uses 3) are one network with grouped
-layers: member ``m`` owns channel group ``m`` of every convolution and slice
-``m`` of every dense layer, so all members run in one call of each layer: the
-env process's batch-1 forward pass (``drlhp.inference``) costs 1.3–1.6 times one
-member's (``benchmarks/ensemble_forward.py``), where separate networks would cost
-M times the per-layer call overhead that dominates small batches.
+Everything is defined in ``drlhp.reward.predictor``, but for the checkpoint's place in a log_dir:
+``drlhp.storage.layout``.
 """
-from __future__ import annotations
+from drlhp.reward.predictor import (
+    ARCHS,
+    CHECKPOINT_FORMAT,
+    CONV_LAYERS,
+    DEFAULT_ARCH,
+    DEFAULT_ENSEMBLE_SIZE,
+    DEFAULT_KEYPOINT_TEMPERATURE,
+    KEYPOINT_CHANNELS,
+    KEYPOINT_LAYERS,
+    MIN_UNPADDED_SIDE,
+    OLD_CHECKPOINT_FORMATS,
+    CheckpointFormatError,
+    MemberLinear,
+    NetConfig,
+    RewardPredictor,
+    SpatialSoftmax,
+    build_reward_net,
+    member_input,
+    members_input,
+    preference_accuracy,
+    preference_loss,
+    segment_returns,
+)
+from drlhp.storage.layout import CHECKPOINT_DIRNAME, CHECKPOINT_FILENAME, checkpoint_path
 
-import io
-import math
-import os
-import pickle
-import warnings
-from dataclasses import asdict, dataclass
-from typing import BinaryIO
-
-import numpy as np
-import torch
-import torch.nn.functional as F
-from torch import nn
-
-from drlhp.errors import CheckpointFormatError
-from drlhp.files import atomic_write
-from drlhp.frames import FrameSpec, frames_to_net_input
-from drlhp.inference import inference_ops
-from drlhp.layers import MemberLinear, SpatialSoftmax
-from drlhp.normaliser import RewardNormaliser
-
-CHECKPOINT_DIRNAME = "reward_predictor_checkpoints"
-CHECKPOINT_FILENAME = "reward_predictor.ckpt"
-CHECKPOINT_FORMAT = "drlhp-reward-predictor-v2"
-OLD_CHECKPOINT_FORMATS = ("drlhp-reward-predictor-v1",)  # one network, plain Linear layers
-
-#: The image networks (``NetConfig.arch``): ``"atari"``, the CNN of Christiano et al. 2017 (appendix A.2),
-#: and ``"keypoints"``, convolutions ending in a spatial softmax (``drlhp.layers.SpatialSoftmax``).
-ARCHS = ("atari", "keypoints")
-#: The network images get unless asked otherwise. The keypoint network learns relational rewards the Atari
-#: network does not; it is measured on MovingDot only (docs/label-efficiency.md), the Atari network on
-#: Pong too: opt in with ``arch="keypoints"``.
-DEFAULT_ARCH = "atari"
-# The Atari network of Christiano et al. 2017 (appendix A.2): (kernel, stride) per layer.
-CONV_LAYERS = ((7, 3), (5, 2), (3, 1), (3, 1))
-# Smallest side for which those layers fit unpadded; smaller images use "same" padding.
-MIN_UNPADDED_SIDE = 43
-# The keypoint network: (kernel, stride, padding) per layer; the last layer's channels are the keypoints.
-KEYPOINT_LAYERS = ((8, 4, 2), (3, 1, 1), (3, 1, 1))
-KEYPOINT_CHANNELS = 16
-#: The keypoint network's softmax temperature (``SpatialSoftmax``): 0.1 finds the objects in a fifth of the
-#: training steps 1.0 needs (docs/label-efficiency.md). Checkpoints from before it was a setting hold 1.0.
-DEFAULT_KEYPOINT_TEMPERATURE = 0.1
-#: Reward networks in an ensemble by default (Christiano et al. 2017 use 3).
-DEFAULT_ENSEMBLE_SIZE = 3
-
-
-@dataclass(frozen=True)
-class NetConfig:
-    """Everything needed to rebuild a reward network (stored in each checkpoint)."""
-
-    frame_spec: FrameSpec
-    dropout: float = 0.2
-    batchnorm: bool = False
-    hidden: int = 64
-    n_members: int = 1
-    arch: str = DEFAULT_ARCH  # images only; checkpoints from before the keypoint network hold no arch: "atari"
-    keypoint_temperature: float = DEFAULT_KEYPOINT_TEMPERATURE  # the keypoint network only
-
-    def __post_init__(self) -> None:
-        if self.arch not in ARCHS:
-            raise ValueError(f"reward network arch must be one of {ARCHS}, got {self.arch!r}")
-        if not self.keypoint_temperature > 0:
-            raise ValueError(f"keypoint_temperature must be > 0, got {self.keypoint_temperature}")
-
-    def to_dict(self) -> dict:
-        d = asdict(self)
-        d["frame_spec"] = self.frame_spec.to_dict()
-        return d
-
-    @classmethod
-    def from_dict(cls, d: dict) -> NetConfig:
-        return cls(FrameSpec.from_dict(d["frame_spec"]), float(d["dropout"]), bool(d["batchnorm"]), int(d["hidden"]),
-                   int(d.get("n_members", 1)), str(d.get("arch", "atari")), float(d.get("keypoint_temperature", 1.0)))
-
-
-def build_reward_net(config: NetConfig) -> nn.Module:
-    """Per-frame reward networks, one per member: for images the network ``config.arch`` names, for
-    flat vectors an MLP.
-
-    Input ``(B, M*C, H, W)`` (member ``m`` sees channels ``m*C:(m+1)*C``) or ``(B, M*D)``;
-    output ``(B, M)``. ``member_input`` makes that input from ordinary frames.
-    """
-    m = config.n_members
-    in_shape = config.frame_spec.net_input_shape
-    layers: list[nn.Module]
-    if not config.frame_spec.is_image:
-        layers = [MemberLinear(m, in_shape[0], config.hidden), *_activation(config)]
-    elif config.arch == "keypoints":
-        layers = _keypoint_body(config, in_shape)
-    else:
-        layers = _atari_body(config, in_shape)
-    body = nn.Sequential(*layers)
-    with torch.no_grad():
-        n_features = body(member_input(torch.zeros(1, *in_shape), m)).shape[1] // m
-    head: list[nn.Module] = [MemberLinear(m, n_features, config.hidden)]
-    if config.batchnorm:
-        head.append(nn.BatchNorm1d(config.hidden * m))
-    head += _activation(config)
-    if config.frame_spec.is_image and config.arch == "keypoints":
-        # Two dense layers: a distance between keypoints is a difference, then a ReLU, then a sum.
-        head += [MemberLinear(m, config.hidden, config.hidden), *_activation(config)]
-    head.append(MemberLinear(m, config.hidden, 1))
-    # Module.to(memory_format=...) is documented and works; torch's overloads of ``to`` leave it out.
-    return nn.Sequential(body, *head).to(memory_format=torch.channels_last)  # type: ignore[call-overload]
-
-
-def _activation(config: NetConfig) -> list[nn.Module]:
-    return [nn.LeakyReLU(0.01), nn.Dropout(config.dropout)]
-
-
-def _atari_body(config: NetConfig, in_shape: tuple) -> list[nn.Module]:
-    m, (channels, h, w) = config.n_members, in_shape
-    pad_same = min(h, w) < MIN_UNPADDED_SIDE
-    layers: list[nn.Module] = []
-    for kernel, stride in CONV_LAYERS:
-        layers.append(nn.Conv2d(channels * m, 16 * m, kernel, stride, padding=kernel // 2 if pad_same else 0,
-                                groups=m))
-        if config.batchnorm:
-            layers.append(nn.BatchNorm2d(16 * m))
-        layers += _activation(config)
-        channels = 16
-    return layers + [nn.Flatten()]
-
-
-def _keypoint_body(config: NetConfig, in_shape: tuple) -> list[nn.Module]:
-    """Convolutions that keep a map of a quarter of the frame's side, then each channel's keypoint.
-
-    No activation before the softmax: the last convolution's outputs are the softmax's logits.
-    No dropout in the convolutions, only in the dense head: on CPU drawing a mask for every
-    position of every map was a third of a training step, and accuracy per step was the same
-    without it (docs/label-efficiency.md). An ``nn.Identity`` holds dropout's place, so the
-    layers keep the indices of checkpoints saved when the convolutions had dropout.
-    """
-    m, (channels, h, w) = config.n_members, in_shape
-    layers: list[nn.Module] = []
-    for i, (kernel, stride, padding) in enumerate(KEYPOINT_LAYERS):
-        layers.append(nn.Conv2d(channels * m, KEYPOINT_CHANNELS * m, kernel, stride, padding, groups=m))
-        h, w = (h + 2 * padding - kernel) // stride + 1, (w + 2 * padding - kernel) // stride + 1
-        channels = KEYPOINT_CHANNELS
-        if i < len(KEYPOINT_LAYERS) - 1:
-            if config.batchnorm:
-                layers.append(nn.BatchNorm2d(KEYPOINT_CHANNELS * m))
-            layers += [nn.LeakyReLU(0.01), nn.Identity()]
-    if min(h, w) < 1:
-        raise ValueError(f"frames of {in_shape[1:]} pixels are too small for the keypoint network; use arch='atari'")
-    return layers + [SpatialSoftmax(m, h, w, config.keypoint_temperature)]
-
-
-def member_input(x: torch.Tensor, n_members: int) -> torch.Tensor:
-    """The same net input for every member: ``(N, C, ...)`` -> ``(N, M*C, ...)``."""
-    return x if n_members == 1 else _channels_last(x.repeat(1, n_members, *([1] * (x.dim() - 2))))
-
-
-def members_input(x: torch.Tensor) -> torch.Tensor:
-    """Each member its own net input: ``(M, N, C, ...)`` -> ``(N, M*C, ...)``."""
-    m, n = x.shape[:2]
-    return x[0] if m == 1 else _channels_last(x.transpose(0, 1).reshape(n, m * x.shape[2], *x.shape[3:]))
-
-
-def _channels_last(x: torch.Tensor) -> torch.Tensor:
-    return x.contiguous(memory_format=torch.channels_last) if x.dim() == 4 else x
-
-
-def segment_returns(net: nn.Module, frames: torch.Tensor, n_segments: int) -> torch.Tensor:
-    """Each member's sum of per-frame rewards: net input of (n_segments * length) frames -> (n_segments, M)."""
-    out = net(frames)
-    return out.view(n_segments, -1, out.shape[-1]).sum(dim=1)
-
-
-def preference_loss(returns_a: torch.Tensor, returns_b: torch.Tensor, labels: torch.Tensor,
-                    noise_prob: float = 0.0) -> torch.Tensor:
-    """Mean Bradley-Terry cross-entropy; ``labels`` = P(a preferred), ties are 0.5."""
-    diff = returns_a - returns_b
-    if noise_prob == 0.0:
-        return F.binary_cross_entropy_with_logits(diff, labels)
-    # log(noise/2 + (1-noise) * sigmoid(d)), computed in log space so it never underflows.
-    log_half_noise = math.log(noise_prob / 2)
-    log_p_a = torch.logaddexp(torch.full_like(diff, log_half_noise), math.log1p(-noise_prob) + F.logsigmoid(diff))
-    log_p_b = torch.logaddexp(torch.full_like(diff, log_half_noise), math.log1p(-noise_prob) + F.logsigmoid(-diff))
-    return -(labels * log_p_a + (1 - labels) * log_p_b).mean()
-
-
-def preference_accuracy(returns_a: torch.Tensor, returns_b: torch.Tensor, labels: torch.Tensor) -> tuple[float, int]:
-    """Accuracy on the strict labels only, and how many of them there were.
-
-    A tie label ("equally good") has no right side to pick, so ties are left out
-    rather than counted as a win for either side; a predicted exact tie on a
-    strict label earns half. Returns ``(nan, 0)`` when every label is a tie.
-    """
-    strict = labels != 0.5
-    n = int(strict.sum())
-    if n == 0:
-        return float("nan"), 0
-    predicted = torch.sign(returns_a - returns_b)[strict]
-    wanted = torch.where(labels[strict] > 0.5, 1.0, -1.0)
-    score = torch.where(predicted == 0, 0.5, (predicted == wanted).float())
-    return float(score.mean()), n
-
-
-class RewardPredictor:
-    """A reward network (ensemble) plus its normaliser, as used by the env process to reward each step."""
-
-    def __init__(self, config: NetConfig, net: nn.Module | None = None,
-                 normaliser: RewardNormaliser | None = None, training_step: int = 0) -> None:
-        self.config = config
-        self.net = net if net is not None else build_reward_net(config)
-        self.normaliser = normaliser or RewardNormaliser(mean=(0.0,) * config.n_members, std=(1.0,) * config.n_members)
-        self.training_step = training_step
-        self._ops = inference_ops(self.net, config.frame_spec.net_input_shape)
-        self._ops_one_frame = inference_ops(self.net, config.frame_spec.net_input_shape, one_frame=True)
-
-    @property
-    def n_members(self) -> int:
-        return self.config.n_members
-
-    def _forward(self, frames: np.ndarray) -> torch.Tensor:
-        if self.net.training:  # the trainer's steps leave batchnorm in training mode; eval() costs ~0.15 ms
-            self.net.eval()
-        x = frames_to_net_input(frames, self.config.frame_spec)
-        for op in self._ops_one_frame if len(frames) == 1 else self._ops:
-            x = op(x)
-        return x
-
-    @torch.inference_mode()
-    def member_rewards(self, frames: np.ndarray, batch_size: int = 200) -> np.ndarray:
-        """Each member's unnormalised per-frame rewards ``(N, M)`` of ``frames`` ``(N, *frame_shape)``, eval mode."""
-        out = [self._forward(frames[i:i + batch_size]) for i in range(0, len(frames), batch_size)]
-        return torch.cat(out).numpy().astype(np.float64) if out else np.zeros((0, self.n_members))
-
-    def raw_rewards(self, frames: np.ndarray, batch_size: int = 200) -> np.ndarray:
-        """Unnormalised per-frame rewards ``(N,)``: the members' mean."""
-        return self.member_rewards(frames, batch_size).mean(axis=1)
-
-    def normalised_rewards(self, frames: np.ndarray, batch_size: int = 200) -> np.ndarray:
-        """What the agent gets for each of many frames ``(N,)``, in batches of ``batch_size``."""
-        return self.normaliser(self.member_rewards(frames, batch_size))
-
-    def rewards(self, frames: np.ndarray) -> np.ndarray:
-        """Normalised rewards ``(N,)`` of ``frames`` ``(N, *frame_shape)`` in one forward pass (N = the number of envs).
-
-        The env process's per-step call: kept lean (no module dispatch, no batching).
-        """
-        with torch.inference_mode():
-            return self.normaliser(self._forward(frames).numpy())
-
-    def reward(self, frame: np.ndarray) -> float:
-        """The normalised reward of a single frame."""
-        return float(self.rewards(frame[None])[0])
-
-    def _state(self) -> dict:
-        return {
-            "format": CHECKPOINT_FORMAT,
-            "net_config": self.config.to_dict(),
-            "state_dict": self.net.state_dict(),
-            "normaliser": self.normaliser.to_dict(),
-            "training_step": self.training_step,
-        }
-
-    def save(self, path: str) -> None:
-        """Atomically write weights, normaliser and network config (loadable with weights_only=True)."""
-        with atomic_write(path) as f:
-            torch.save(self._state(), f)
-
-    def to_bytes(self) -> bytes:
-        """The checkpoint ``save`` writes, in memory (what a cluster's object store carries)."""
-        buffer = io.BytesIO()
-        torch.save(self._state(), buffer)
-        return buffer.getvalue()
-
-    @classmethod
-    def from_bytes(cls, data: bytes) -> RewardPredictor:
-        """A predictor from ``to_bytes()``'s output; never executes code from it."""
-        return cls.load(io.BytesIO(data))
-
-    @classmethod
-    def load(cls, path: str | BinaryIO) -> RewardPredictor:
-        """Load a checkpoint written by ``save`` (a path or a binary file); never executes code from it."""
-        try:
-            with warnings.catch_warnings():  # torch's notes on a foreign file's pickle protocol: the error says it
-                warnings.simplefilter("ignore")
-                state = torch.load(path, map_location="cpu", weights_only=True)
-            if not isinstance(state, dict) or state.get("format") not in (CHECKPOINT_FORMAT, *OLD_CHECKPOINT_FORMATS):
-                raise ValueError("not a drlhp reward-predictor checkpoint")
-            config = NetConfig.from_dict(state["net_config"])
-            net = build_reward_net(config)
-            weights = state["state_dict"]
-            if state["format"] in OLD_CHECKPOINT_FORMATS:  # a Linear's (H, F) weight is a one-member (1, H, F)
-                weights = {k: v.unsqueeze(0) if v.shape != p.shape else v
-                           for (k, v), p in zip(weights.items(), net.state_dict().values())}
-            net.load_state_dict(weights)
-            return cls(config, net, RewardNormaliser(**state["normaliser"]), int(state["training_step"]))
-        except FileNotFoundError:
-            raise
-        except Exception as e:  # torch raises many types for a corrupt or foreign file
-            raise CheckpointFormatError(
-                f"{path} is not a valid drlhp reward-predictor checkpoint: {_why_unreadable(e)}. "
-                "Use a reward_predictor.ckpt written by drlhp's reward-training process.") from e
-
-
-def _why_unreadable(e: Exception) -> str:
-    """What is wrong with a checkpoint file, in one line (torch's own messages run to many)."""
-    if isinstance(e, pickle.UnpicklingError) and "weights_only" in str(e):
-        return ("it holds Python objects, not only tensors (a pickle, or a checkpoint of another program); "
-                "not loaded, because loading it could run code from it")
-    first_line = str(e).strip().splitlines()[0] if str(e).strip() else ""
-    return f"{type(e).__name__}: {first_line[:200]}"
-
-
-def checkpoint_path(directory: str) -> str:
-    """The checkpoint file inside ``directory`` (a log_dir's checkpoint folder), or ``directory`` if it is a file."""
-    return directory if os.path.isfile(directory) else os.path.join(directory, CHECKPOINT_FILENAME)
+__all__ = [
+    "ARCHS", "CHECKPOINT_DIRNAME", "CHECKPOINT_FILENAME", "CHECKPOINT_FORMAT", "CONV_LAYERS", "DEFAULT_ARCH",
+    "DEFAULT_ENSEMBLE_SIZE", "DEFAULT_KEYPOINT_TEMPERATURE", "KEYPOINT_CHANNELS", "KEYPOINT_LAYERS",
+    "MIN_UNPADDED_SIDE", "OLD_CHECKPOINT_FORMATS", "CheckpointFormatError", "MemberLinear", "NetConfig",
+    "RewardPredictor", "SpatialSoftmax", "build_reward_net", "checkpoint_path", "member_input", "members_input",
+    "preference_accuracy", "preference_loss", "segment_returns",
+]

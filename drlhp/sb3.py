@@ -1,117 +1,12 @@
-"""Stable-Baselines3 front-end: ``HumanPreferencesVecEnvWrapper``, an SB3 ``VecEnvWrapper``.
+"""The Stable-Baselines3 front-end, where users import it from (needs ``pip install "drlhp[sb3]"``).
 
-::
-
-    venv = HumanPreferencesVecEnvWrapper(VecFrameStack(make_atari_env("PongNoFrameskip-v4", n_envs=8), 4),
-                                         segment_length=25, synthetic_preferences=True)
-    PPO("CnnPolicy", venv).learn(1_000_000)
-
-SB3 resets a sub-env in the step that ends its episode: the returned observation
-is already the next episode's first, and the last one is in
-``info["terminal_observation"]``. Clips and the predicted reward of that step use
-the last one, so every clip holds the observations after ``segment_length``
-consecutive steps of one episode.
+Everything is defined in ``drlhp.frontends.sb3``.
 """
-from __future__ import annotations
+from drlhp.frontends.sb3 import (
+    HumanPreferencesLogger,
+    HumanPreferencesVecEnvWrapper,
+)
 
-import numpy as np
-
-try:
-    from stable_baselines3.common.callbacks import BaseCallback
-    from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
-except ImportError as e:  # an optional dependency: say how to get it
-    raise ImportError('drlhp.sb3 needs Stable-Baselines3: pip install "drlhp[sb3]"') from e
-
-from drlhp.config import PreferenceConfig
-from drlhp.frontend import PREDICTED_REWARD_KEY, TRUE_REWARD_KEY, PipelineFrontEnd
-
-
-class HumanPreferencesVecEnvWrapper(PipelineFrontEnd, VecEnvWrapper):
-    """Returns rewards learned from preferences over clips of all sub-envs of ``venv``.
-
-    Args:
-        venv: an SB3 ``VecEnv`` (``DummyVecEnv``, ``SubprocVecEnv``, ``VecFrameStack(...)``, ...).
-        config: a ``drlhp.PreferenceConfig`` to start from (optional).
-        **kwargs: the settings, by name: the fields of ``drlhp.PreferenceConfig``
-            (``obs_transform_func`` is called on each sub-env's observation).
-
-    Each sub-env's ``info`` gets ``drlhp_true_reward`` and, while it is returned,
-    ``drlhp_predicted_reward``.
-    """
-
-    def __init__(self, venv: VecEnv, config: PreferenceConfig | None = None, **kwargs) -> None:
-        VecEnvWrapper.__init__(self, venv)
-        self._start_pipeline(venv.observation_space.sample(), venv.num_envs, config, kwargs)
-
-    def reset(self):
-        self.pipeline.check_workers()
-        self.pipeline.end_all_episodes()
-        return self.venv.reset()
-
-    def step_wait(self):
-        obs, rewards, dones, infos = self.venv.step_wait()
-        last_obs = {i: infos[i]["terminal_observation"] for i in np.flatnonzero(dones)}
-        predicted = self.pipeline.step(self._frames(obs, last_obs), rewards, None, dones)
-        for i, info in enumerate(infos):
-            info[TRUE_REWARD_KEY] = float(rewards[i])
-            if predicted is not None:
-                info[PREDICTED_REWARD_KEY] = float(predicted[i])
-        if predicted is not None:
-            rewards = predicted.astype(np.float32)
-        return obs, rewards, dones, infos
-
-    def close(self) -> None:
-        """Stop the processes (letting the trainer save unsaved labels), then close the envs. Idempotent."""
-        self._close_all(self.venv.close)
-
-
-class HumanPreferencesLogger(BaseCallback):
-    """Adds drlhp's figures to SB3's logger at the end of each rollout: TensorBoard, CSV, stdout alike.
-
-    ``model.learn(..., callback=HumanPreferencesLogger())`` with a ``HumanPreferencesVecEnvWrapper``
-    anywhere in the model's env stack records, under ``drlhp/``: the run's labels (those asked, and
-    the budget's remaining), reward-training steps, clips dropped, the database's MiB in memory,
-    whether the predicted reward is in use, and ``reward_correlation``: Pearson's r between the
-    predicted and the true reward of the rollout's steps (how well the agent's reward follows the
-    env's, where the env has one).
-    """
-
-    def __init__(self, verbose: int = 0) -> None:
-        super().__init__(verbose)
-        self._predicted: list[float] = []
-        self._true: list[float] = []
-
-    def _wrapper(self) -> HumanPreferencesVecEnvWrapper:
-        env = self.training_env
-        while not isinstance(env, HumanPreferencesVecEnvWrapper):
-            if not isinstance(env, VecEnvWrapper):
-                raise TypeError("HumanPreferencesLogger needs a drlhp.sb3.HumanPreferencesVecEnvWrapper in the "
-                                "model's env (wrap your VecEnv with it)")
-            env = env.venv
-        return env
-
-    def _on_training_start(self) -> None:
-        self._wrapper()  # fail at once, not at the end of the first rollout
-
-    def _on_step(self) -> bool:
-        for info in self.locals["infos"]:
-            if PREDICTED_REWARD_KEY in info:
-                self._predicted.append(info[PREDICTED_REWARD_KEY])
-                self._true.append(info[TRUE_REWARD_KEY])
-        return True
-
-    def _on_rollout_end(self) -> None:
-        wrapper = self._wrapper()
-        stats = wrapper.stats()
-        self.logger.record("drlhp/labels", stats.get("run_labels", 0))
-        self.logger.record("drlhp/labels_asked", stats.get("labels_asked", 0))
-        if stats.get("labels_remaining") is not None:
-            self.logger.record("drlhp/labels_remaining", stats["labels_remaining"])
-        self.logger.record("drlhp/reward_training_steps", stats.get("training_steps", 0))
-        self.logger.record("drlhp/segments_dropped", stats["segments_dropped"])
-        self.logger.record("drlhp/db_mib", stats.get("db_bytes", 0) / 2 ** 20)
-        self.logger.record("drlhp/using_predicted_reward", float(wrapper.using_reward_from_predictor))
-        if len(self._predicted) > 1 and np.std(self._predicted) > 0 and np.std(self._true) > 0:
-            self.logger.record("drlhp/reward_correlation", float(np.corrcoef(self._predicted, self._true)[0, 1]))
-        self._predicted.clear()
-        self._true.clear()
+__all__ = [
+    "HumanPreferencesLogger", "HumanPreferencesVecEnvWrapper",
+]

@@ -12,7 +12,7 @@ import os
 import torch
 from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 
-from drlhp.files import atomic_write
+from drlhp.storage.files import atomic_write
 
 FORMAT = "drlhp-examples-agent-checkpoint/1"
 #: Settings a resumed run must share with the checkpoint: the policy and its counters only mean

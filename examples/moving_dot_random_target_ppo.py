@@ -24,7 +24,7 @@ from stable_baselines3.common.vec_env import VecEnv
 from torch import nn
 
 import drlhp  # noqa: F401  (registers drlhp/MovingDotRandomTarget-v0)
-from drlhp.layers import SpatialSoftmax
+from drlhp.reward.layers import SpatialSoftmax
 
 ENV_ID = "drlhp/MovingDotRandomTarget-v0"
 

@@ -185,7 +185,7 @@ def test_the_learning_curve_drops_the_steps_a_kill_lost(tmp_path):
 
 
 def test_drlhp_plot_draws_the_learning_curve(tmp_path):
-    from drlhp.plot import plot
+    from drlhp.cli.plot import plot
 
     matplotlib_image = pytest.importorskip("matplotlib.image")
     curve = LearningCurveWriter(str(tmp_path), "true_reward", 0, 0)

@@ -5,13 +5,13 @@ import torch
 from conftest import FAST, FakePixelEnv, step_until
 
 from drlhp import HumanPreferencesEnvWrapper
-from drlhp.augment import random_shift, temporal_crop
-from drlhp.frames import frames_to_net_input, infer_frame_spec
-from drlhp.offline import train_reward
+from drlhp.cli.offline import train_reward
+from drlhp.clips.frames import frames_to_net_input, infer_frame_spec
+from drlhp.clips.segments import Segment
 from drlhp.pref_db import PrefBuffer
+from drlhp.reward.augment import random_shift, temporal_crop
+from drlhp.reward.trainer import Augmentation, RewardTrainer, pseudo_labels
 from drlhp.reward_predictor import NetConfig, RewardPredictor
-from drlhp.reward_trainer import Augmentation, RewardTrainer, pseudo_labels
-from drlhp.segments import Segment
 
 
 def numbered_clips(m, n, length, side=8):

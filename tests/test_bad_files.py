@@ -11,11 +11,11 @@ import torch
 from conftest import FAST, FakePixelEnv
 
 from drlhp import CheckpointFormatError, HumanPreferencesEnvWrapper
-from drlhp.cli import main as drlhp_command
-from drlhp.frames import infer_frame_spec
+from drlhp.cli.main import main as drlhp_command
+from drlhp.clips.frames import infer_frame_spec
+from drlhp.clips.segments import Segment
 from drlhp.pref_db import PrefBuffer
 from drlhp.reward_predictor import CHECKPOINT_DIRNAME, CHECKPOINT_FILENAME, NetConfig, RewardPredictor
-from drlhp.segments import Segment
 
 FRAME = np.zeros((12, 12, 1), np.uint8)  # FakePixelEnv's
 DB_ERROR = "is not a valid drlhp preference database"

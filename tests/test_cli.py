@@ -12,7 +12,7 @@ from scipy.stats import spearmanr
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from drlhp import HumanPreferencesEnvWrapper, PrefBuffer
-from drlhp.offline import spearman
+from drlhp.cli.offline import spearman
 
 DRLHP = os.path.join(os.path.dirname(sys.executable), "drlhp")  # the console script the package installs
 

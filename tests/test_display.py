@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from drlhp.display import auto_zoom, compose_pair, display_problem, displayable, zoomed
-from drlhp.frames import infer_frame_spec
+from drlhp.clips.frames import infer_frame_spec
+from drlhp.labelling.display import auto_zoom, compose_pair, display_problem, displayable, zoomed
 
 
 def show(frame):

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 import torch
 
-from drlhp.frames import FrameSpec, frames_to_net_input, infer_frame_spec
+from drlhp.clips.frames import FrameSpec, frames_to_net_input, infer_frame_spec
 
 
 @pytest.mark.parametrize("shape, layout, net_shape", [

@@ -15,7 +15,7 @@ from conftest import FakePixelEnv, wait_for
 from scripts.virtual_desktop import missing_tools, virtual_desktop, wait_for_text
 
 from drlhp import HumanPreferencesEnvWrapper, PrefDB
-from drlhp.display import BORDER_PX, CAPTION_PX, PROGRESS_PX
+from drlhp.labelling.display import BORDER_PX, CAPTION_PX, PROGRESS_PX
 
 SCRIPT = os.path.join(os.path.dirname(__file__), "scripts", "human_session.py")
 
@@ -169,8 +169,8 @@ def test_a_vector_env_asks_in_one_window_and_one_prompt(tmp_path, screen_and_ter
 
 
 def _small_db(tmp_path) -> None:
+    from drlhp.clips.segments import Segment
     from drlhp.pref_db import PrefBuffer
-    from drlhp.segments import Segment
 
     segs = [Segment(i, np.full((3, 8, 8), 40 * i, np.uint8), np.zeros(3)) for i in range(4)]
     buffer = PrefBuffer(10, 0.2)
@@ -181,7 +181,7 @@ def _small_db(tmp_path) -> None:
 
 def test_show_prefs_summary(tmp_path):
     _small_db(tmp_path)
-    out = subprocess.run([sys.executable, "-m", "drlhp.show_prefs", str(tmp_path), "--summary"],
+    out = subprocess.run([sys.executable, "-m", "drlhp.cli.show_prefs", str(tmp_path), "--summary"],
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert "train.pkl.gz: 4 preferences over 4 clips — LEFT better: 2, RIGHT better: 1, equally good: 1" in out.stdout
@@ -191,7 +191,7 @@ def test_show_prefs_summary(tmp_path):
 def test_show_prefs_replays_pairs_in_a_window(tmp_path, screen_and_terminal):
     _, env, _ = screen_and_terminal
     _small_db(tmp_path)
-    viewer = subprocess.Popen([sys.executable, "-m", "drlhp.show_prefs", str(tmp_path / "train.pkl.gz")], env=env,
+    viewer = subprocess.Popen([sys.executable, "-m", "drlhp.cli.show_prefs", str(tmp_path / "train.pkl.gz")], env=env,
                               stdout=subprocess.PIPE)
     shown = b""
 

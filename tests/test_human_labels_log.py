@@ -6,11 +6,12 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from drlhp.human_labeller import TERMINAL_LABELLER, HumanLabeller
-from drlhp.run_dir import HUMAN_LABEL_COLUMNS, HUMAN_LABELS_FILENAME, log_human_label
-from drlhp.segments import Segment
-from drlhp.web_labeller import WebLabeller
-from drlhp.web_pool import Answer
+from drlhp.clips.segments import Segment
+from drlhp.labelling.human import TERMINAL_LABELLER, HumanLabeller
+from drlhp.labelling.web.labeller import WebLabeller
+from drlhp.labelling.web.pool import Answer
+from drlhp.storage.layout import HUMAN_LABELS_FILENAME
+from drlhp.storage.run_dir import HUMAN_LABEL_COLUMNS, log_human_label
 
 
 def clip(seg_id: int) -> Segment:

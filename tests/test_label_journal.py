@@ -5,9 +5,10 @@ import os
 import numpy as np
 import pytest
 
-from drlhp.label_journal import JournalWriter, journal_files, read_journal
+from drlhp.clips.segments import Segment, pack
+from drlhp.labelling.journal import JournalWriter, read_journal
 from drlhp.pref_db import PrefBuffer
-from drlhp.segments import Segment, pack
+from drlhp.storage.layout import LogDir
 
 
 def clips(n, shape=(3, 6, 6, 1), seed=0):
@@ -42,7 +43,7 @@ def test_labels_and_their_clips_read_back_exactly(tmp_path):
             assert np.array_equal(got.frames, want.frames) and np.array_equal(got.rewards, want.rewards)
             assert (got.episode, got.env_index) == (want.episode, want.env_index)
     # Each clip is written once per file: 4 clips, not 6.
-    size = os.path.getsize(journal_files(str(tmp_path))[0])
+    size = os.path.getsize(LogDir(str(tmp_path)).journal_files()[0])
     assert size < sum(len(s.packed_frames[0]) for s in segs) + 4 * 3 * 8 + 1000
 
 
@@ -53,7 +54,7 @@ def test_a_torn_last_record_is_skipped_with_a_warning(tmp_path, caplog, cut):
     for seq in range(3):
         writer.append(seq, segs[seq], segs[(seq + 1) % 3], 1.0, "HumanLabeller")
     writer.close()
-    (path,) = journal_files(str(tmp_path))
+    (path,) = LogDir(str(tmp_path)).journal_files()
     with open(path, "r+b") as f:  # a power cut in the middle of the last write
         f.truncate(os.path.getsize(path) - cut)
     with caplog.at_level(logging.WARNING, logger="drlhp.journal"):
@@ -68,7 +69,7 @@ def test_a_corrupted_byte_is_caught_by_the_checksum(tmp_path, caplog):
     writer.append(0, segs[0], segs[1], 1.0, "x")
     writer.append(1, segs[1], segs[0], 0.0, "x")
     writer.close()
-    (path,) = journal_files(str(tmp_path))
+    (path,) = LogDir(str(tmp_path)).journal_files()
     data = bytearray(open(path, "rb").read())
     data[-3] ^= 0xFF  # inside the last record's payload
     open(path, "wb").write(bytes(data))
@@ -85,12 +86,12 @@ def test_files_wholly_in_a_snapshot_are_deleted_and_each_file_stands_alone(tmp_p
     writer.append(1, segs[1], segs[2], 1.0, "x")
     snapshot.n = 1  # a snapshot holds label 0 only: label 1 is still needed
     writer.append(2, segs[1], segs[3], 0.0, "x")  # a new file, which writes clip 1 again
-    assert len(journal_files(str(tmp_path))) == 2
+    assert len(LogDir(str(tmp_path)).journal_files()) == 2
     assert [r.seq for r in read_journal(str(tmp_path))] == [0, 1, 2]
     snapshot.n = 3  # everything so far is in a snapshot
     writer.append(3, segs[4], segs[5], 0.5, "x")
     writer.close()
-    assert len(journal_files(str(tmp_path))) == 1
+    assert len(LogDir(str(tmp_path)).journal_files()) == 1
     assert [r.seq for r in read_journal(str(tmp_path))] == [3]
 
 

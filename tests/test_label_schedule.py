@@ -5,7 +5,7 @@ import pytest
 from conftest import FAST, FakePixelEnv, step_until, wait_for
 
 from drlhp import HumanPreferencesEnvWrapper
-from drlhp.label_schedule import LabelSchedule
+from drlhp.labelling.schedule import LabelSchedule
 
 
 def test_no_budget_means_no_limit():

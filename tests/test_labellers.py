@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from drlhp import SyntheticTeacher
+from drlhp.clips.segments import Segment
 from drlhp.labellers import SyntheticLabeller
-from drlhp.segments import Segment
 
 
 def answers(teacher, ra, rb, n=4000):

@@ -5,12 +5,13 @@ import torch
 from scipy.stats import spearmanr
 
 import drlhp  # noqa: F401  (registers drlhp/MovingDot-v0)
-from drlhp.frames import infer_frame_spec
+from drlhp.clips.frames import infer_frame_spec
+from drlhp.clips.segments import Segment
 from drlhp.labellers import SyntheticLabeller
+from drlhp.pipeline.clip_cutting import SegmentBuilder
 from drlhp.pref_db import PrefDB
+from drlhp.reward.trainer import RewardTrainer
 from drlhp.reward_predictor import NetConfig, RewardPredictor
-from drlhp.reward_trainer import RewardTrainer
-from drlhp.segments import Segment, SegmentBuilder
 
 
 def random_segments(env, n, length, seed):

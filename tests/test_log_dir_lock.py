@@ -6,7 +6,8 @@ import pytest
 from conftest import FAST, FakePixelEnv, step_until
 
 from drlhp import HumanPreferencesEnvWrapper, LogDirInUseError, PrefDB
-from drlhp.log_dir_lock import LOCK_FILENAME, LogDirLock
+from drlhp.storage.layout import LOCK_FILENAME
+from drlhp.storage.lock import LogDirLock
 
 
 def test_a_second_run_on_the_same_log_dir_is_refused_and_the_first_goes_on(tmp_path):

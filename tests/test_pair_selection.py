@@ -1,10 +1,10 @@
 import numpy as np
 import pytest
 
-from drlhp.pair_selection import DisagreementScorer, preference_disagreement
+from drlhp.clips.segments import Segment
+from drlhp.labelling.pair_selection import DisagreementScorer, preference_disagreement
 from drlhp.pref_interface import PrefInterface
-from drlhp.reward_trainer import L2_FACTOR, adapted_l2
-from drlhp.segments import Segment
+from drlhp.reward.trainer import L2_FACTOR, adapted_l2
 
 
 class MemberColumns:

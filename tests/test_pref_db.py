@@ -5,8 +5,8 @@ import pickle
 import numpy as np
 import pytest
 
+from drlhp.clips.segments import Segment
 from drlhp.pref_db import PrefBuffer, PrefDB, PrefDBFormatError
-from drlhp.segments import Segment
 
 
 def seg(i, length=4, shape=(5, 5, 1)):
@@ -115,7 +115,7 @@ def test_buffer_load_names_the_missing_file(tmp_path):
 
 
 def test_clips_are_held_compressed_and_unpack_exactly():
-    from drlhp.segments import PackedSegment, Segment
+    from drlhp.clips.segments import PackedSegment, Segment
 
     frames = np.zeros((25, 84, 84, 4), np.uint8)
     frames[:, 40:44, 10:14] = np.arange(25)[:, None, None, None]  # a moving-ish blob on a plain screen

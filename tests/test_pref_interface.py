@@ -3,10 +3,10 @@ import queue
 import numpy as np
 import pytest
 
+from drlhp.clips.segments import Segment
 from drlhp.labellers import SyntheticLabeller
-from drlhp.messages import ForgetSegment, Preference, SegmentData
+from drlhp.pipeline.messages import ForgetSegment, Preference, SegmentData
 from drlhp.pref_interface import PrefInterface
-from drlhp.segments import Segment
 
 
 def seg(i, ret):

@@ -16,7 +16,8 @@ import pytest
 from conftest import FAST, FakePixelEnv, gone, step_until, wait_for
 
 from drlhp import HumanPreferencesEnvWrapper, LogDirHasLabelsError, PrefBuffer, WorkerError
-from drlhp.label_journal import journal_files, read_journal
+from drlhp.labelling.journal import read_journal
+from drlhp.storage.layout import LogDir
 
 SCRIPT = os.path.join(os.path.dirname(__file__), "scripts", "labelling_session.py")
 
@@ -89,7 +90,7 @@ def test_resuming_after_a_torn_journal_record_warns_and_keeps_the_rest(tmp_path,
     with contextlib.suppress(WorkerError):
         env.close()
     journaled = [r.seq for r in read_journal(str(tmp_path))]
-    path = journal_files(str(tmp_path))[-1]
+    path = LogDir(str(tmp_path)).journal_files()[-1]
     with open(path, "ab") as f:
         f.write(b"DLJ1\x40\x00\x00\x00\x00\x00")  # the start of a record the power cut ended
     with HumanPreferencesEnvWrapper(FakePixelEnv(), log_dir=str(tmp_path), train_reward=False, resume=True,
@@ -98,7 +99,7 @@ def test_resuming_after_a_torn_journal_record_warns_and_keeps_the_rest(tmp_path,
     assert "incomplete record header" in capfd.readouterr().err
     buffer, labels = saved_labels(tmp_path)
     assert buffer.n_received == journaled[-1] + 1 and len(labels) == len(journaled)
-    assert not journal_files(str(tmp_path))  # a resumed run starts from one snapshot: the journal is folded in
+    assert not LogDir(str(tmp_path)).journal_files()  # a resumed run starts from one snapshot: the journal is folded in
 
 
 class Answerer(threading.Thread):

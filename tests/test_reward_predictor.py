@@ -5,9 +5,10 @@ import numpy as np
 import pytest
 import torch
 
-from drlhp.frames import frames_to_net_input, infer_frame_spec
-from drlhp.layers import SpatialSoftmax, spatial_softmax
-from drlhp.normaliser import MIN_STD, RewardNormaliser
+from drlhp.clips.frames import frames_to_net_input, infer_frame_spec
+from drlhp.reward.layers import SpatialSoftmax, spatial_softmax
+from drlhp.reward.normaliser import MIN_STD, RewardNormaliser
+from drlhp.reward.trainer import RewardTrainer
 from drlhp.reward_predictor import (
     ARCHS,
     MemberLinear,
@@ -17,7 +18,6 @@ from drlhp.reward_predictor import (
     preference_accuracy,
     preference_loss,
 )
-from drlhp.reward_trainer import RewardTrainer
 
 t = torch.tensor
 

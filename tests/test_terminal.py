@@ -3,7 +3,7 @@ import select
 
 import pytest
 
-from drlhp.terminal import InvalidAnswer, TerminalPrompt, parse_answer, terminal_problem
+from drlhp.labelling.terminal import InvalidAnswer, TerminalPrompt, parse_answer, terminal_problem
 
 
 @pytest.mark.parametrize("text, label", [("l", 1.0), ("L", 1.0), (" left\n", 1.0), ("r", 0.0), ("R", 0.0),

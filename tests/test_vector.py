@@ -20,8 +20,8 @@ from drlhp import (
     RewardPredictor,
     WorkerError,
 )
-from drlhp.frames import infer_frame_spec
-from drlhp.normaliser import RewardNormaliser
+from drlhp.clips.frames import infer_frame_spec
+from drlhp.reward.normaliser import RewardNormaliser
 from drlhp.reward_predictor import NetConfig
 from drlhp.sb3 import HumanPreferencesVecEnvWrapper
 

@@ -21,11 +21,11 @@ pytest.importorskip("PIL")
 from conftest import FakePixelEnv, gone, wait_for  # noqa: E402
 
 from drlhp import HumanPreferencesEnvWrapper  # noqa: E402
-from drlhp.frames import infer_frame_spec  # noqa: E402
+from drlhp.clips.frames import infer_frame_spec  # noqa: E402
+from drlhp.clips.segments import Segment  # noqa: E402
+from drlhp.labelling.web.labeller import WebConfig, WebLabeller  # noqa: E402
+from drlhp.labelling.web.server import MAX_BODY_BYTES  # noqa: E402
 from drlhp.pref_db import PrefBuffer  # noqa: E402
-from drlhp.segments import Segment  # noqa: E402
-from drlhp.web_labeller import WebConfig, WebLabeller  # noqa: E402
-from drlhp.web_server import MAX_BODY_BYTES  # noqa: E402
 
 TOKEN = "test-token-0123456789abcdef"
 

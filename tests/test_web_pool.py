@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from drlhp.segments import Segment
-from drlhp.web_pool import ACTIVE_SECONDS, PairPool
+from drlhp.clips.segments import Segment
+from drlhp.labelling.web.pool import ACTIVE_SECONDS, PairPool
 
 
 class Clock:

@@ -8,11 +8,12 @@ clips it keeps zlib-compressed (``PackedClip``: about 80x smaller for Pong).
 from __future__ import annotations
 
 import time
-import zlib
 from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
+
+from drlhp.clips.segments import pack_frames, unpack_frames
 
 
 class RateCap:
@@ -29,6 +30,7 @@ class RateCap:
         self._tokens, self._last = self.burst, clock()
 
     def take(self) -> bool:
+        """True if a clip may be kept now (a token is taken), False if the rate is used up."""
         now = self._clock()
         self._tokens = min(self.burst, self._tokens + (now - self._last) * self.rate)
         self._last = now
@@ -55,14 +57,13 @@ class PackedClip:
 
     @classmethod
     def pack(cls, frames: np.ndarray, rewards: np.ndarray, source: int, episode: int) -> PackedClip:
-        frames = np.ascontiguousarray(frames)
-        # numpy's stubs declare ndarray.__buffer__ for Python >= 3.12 only; an ndarray is a buffer on every version.
-        data = zlib.compress(memoryview(frames).cast("B"), 1)  # type: ignore[arg-type]
-        return cls(data, tuple(frames.shape), frames.dtype.str,
+        """A clip of frames (compressed) and their true rewards, from env source's episode."""
+        return cls(pack_frames(frames), tuple(frames.shape), frames.dtype.str,
                    np.array(rewards, dtype=np.float64), source, episode)
 
     def unpack(self) -> np.ndarray:
-        return np.frombuffer(zlib.decompress(self.frames), np.dtype(self.dtype)).reshape(self.shape)
+        """The clip's frames, (length, *frame_shape)."""
+        return unpack_frames(self.frames, self.shape, self.dtype)
 
     @property
     def nbytes(self) -> int:

@@ -21,7 +21,7 @@ import gymnasium
 from drlhp.cluster.runner_env import ClusterPreferenceVectorWrapper, ClusterPreferenceWrapper
 from drlhp.cluster.runner_pipeline import RunnerPipeline
 from drlhp.cluster.service import PreferenceService, import_ray
-from drlhp.frontend import TRUE_REWARD_KEY
+from drlhp.frontends.base import TRUE_REWARD_KEY
 
 
 def with_preferences(config, make_env: Callable[[dict], gymnasium.Env], service: PreferenceService,

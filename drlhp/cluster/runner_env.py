@@ -14,9 +14,9 @@ import gymnasium
 from gymnasium.vector import VectorEnv
 
 from drlhp.cluster.runner_pipeline import RunnerPipeline
-from drlhp.frontend import PipelineFrontEnd
-from drlhp.vector import HumanPreferencesVectorWrapper
-from drlhp.wrapper import HumanPreferencesEnvWrapper
+from drlhp.frontends.base import PipelineFrontEnd
+from drlhp.frontends.env_wrapper import HumanPreferencesEnvWrapper
+from drlhp.frontends.vector import HumanPreferencesVectorWrapper
 
 
 class _LinkedToService(PipelineFrontEnd):

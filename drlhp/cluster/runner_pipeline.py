@@ -1,6 +1,6 @@
 """A runner's end of a cluster's preference pipeline: clips out to the service, reward weights in.
 
-It has the per-step interface of ``drlhp.pipeline.PreferencePipeline`` (``step``,
+It has the per-step interface of ``drlhp.pipeline.preference_pipeline.PreferencePipeline`` (``step``,
 ``end_episode``, ``close``, ...), so drlhp's own front-ends drive it unchanged
 (``drlhp.cluster.runner_env``). Nothing on the step path waits on the network:
 
@@ -22,12 +22,12 @@ import time
 from collections.abc import Sequence
 
 import numpy as np
-import torch
 
 from drlhp.cluster.clip_stream import PackedClip, RateCap
 from drlhp.cluster.service import import_ray, service_actor
-from drlhp.reward_predictor import RewardPredictor
-from drlhp.segments import EpisodeClips
+from drlhp.pipeline.clip_cutting import EpisodeClips
+from drlhp.reward.predictor import RewardPredictor
+from drlhp.reward.torch_setup import set_up_torch
 
 #: Unanswered clip batches a runner allows before it drops new ones (the service is behind).
 MAX_BATCHES_IN_FLIGHT = 4
@@ -51,8 +51,7 @@ class RunnerPipeline:
         self._service = service_actor(service_name)
         settings = self._ray.get(self._service.runner_settings.remote(), timeout=120)
         self.config, self.frame_spec, self.n_envs = settings["config"], settings["frame_spec"], n_envs
-        if self.config.torch_threads:
-            torch.set_num_threads(self.config.torch_threads)
+        set_up_torch(self.config.torch_threads)
         self.labelling_url = None  # the page is the service's: PreferenceService.labelling_url
         self._clips = EpisodeClips(self.frame_spec, self.config.segment_length, n_envs)
         rate = settings["clips_per_second"] * clip_share
@@ -73,6 +72,7 @@ class RunnerPipeline:
     # -- the per-step path (PreferencePipeline's interface) --------------------------------
     def step(self, frames: np.ndarray, true_rewards: Sequence[float], recorded: Sequence[bool] | None = None,
              episode_ends: Sequence[bool] | None = None) -> np.ndarray:
+        """Take one step of every env; returns their normalised predicted rewards (zeros before the first weights)."""
         self._unreported_steps += self.n_envs if recorded is None else sum(recorded)
         for env_index, episode, clip_frames, clip_rewards in self._clips.add(frames, true_rewards, recorded,
                                                                              episode_ends):
@@ -98,20 +98,24 @@ class RunnerPipeline:
             self.counts["clips_over_share"] += 1
 
     def end_episode(self, env_index: int) -> None:
+        """Env env_index's episode ended (or it was reset): its unfinished clip is dropped."""
         self._clips.end_episode(env_index)
 
     def end_all_episodes(self) -> None:
+        """Every env's episode ended (or all were reset)."""
         for i in range(self.n_envs):
             self.end_episode(i)
 
     @property
     def using_reward_from_predictor(self) -> bool:
+        """True once the runner has the service's reward weights."""
         return self.predictor is not None
 
     def check_workers(self) -> None:
         """Nothing to check here: the driver's ``PreferenceService.check()`` reports the service's failures."""
 
     def stats(self) -> dict:
+        """This runner's counters: clips cut, sent, over its share, dropped; its weights' version and step."""
         return {"n_envs": self.n_envs, **self.counts, "weights_version": self._weights_version,
                 "predictor_training_step": self.predictor.training_step if self.predictor else None}
 

@@ -21,22 +21,21 @@ import secrets
 import sys
 from typing import TYPE_CHECKING, Any
 
-import torch
-
+from drlhp.clips.frames import FrameSpec, infer_frame_spec
 from drlhp.cluster.clip_stream import PackedClip, RateCap
 from drlhp.config import PreferenceConfig
 from drlhp.errors import PreferenceServiceDied
-from drlhp.frames import FrameSpec, infer_frame_spec
-from drlhp.pipeline import PreferencePipeline
-from drlhp.processes import WorkerError
+from drlhp.pipeline.preference_pipeline import PreferencePipeline
+from drlhp.pipeline.workers import WorkerError
+from drlhp.reward.torch_setup import set_up_torch
 
 if TYPE_CHECKING:
-    from drlhp.reward_predictor import RewardPredictor
+    from drlhp.reward.predictor import RewardPredictor
 
 log = logging.getLogger("drlhp")
 
-#: Ray namespace of drlhp's named actors, so runners of any job find the service by name.
 NAMESPACE = "drlhp"
+"""Ray namespace of drlhp's named actors, so runners of any job find the service by name."""
 
 
 def import_ray():
@@ -68,8 +67,7 @@ class ServiceActor:
     """Runs in the actor's process."""
 
     def __init__(self, config: PreferenceConfig, frame_spec: FrameSpec, clips_per_second: float) -> None:
-        if config.torch_threads:
-            torch.set_num_threads(config.torch_threads)
+        set_up_torch(config.torch_threads)
         self.config, self.frame_spec = config, frame_spec
         self.clips_per_second = clips_per_second
         self.pipeline = PreferencePipeline(config, frame_spec, n_envs=1)

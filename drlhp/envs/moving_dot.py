@@ -19,6 +19,7 @@ MOVES = np.array([(0, 0), (-1, 0), (1, 0), (0, -1), (0, 1)])
 
 
 class MovingDotEnv(gymnasium.Env):
+    """A dot to steer onto a target square on a ``grid`` x ``grid`` board of ``size`` x ``size`` RGB pixels."""
     metadata = {"render_modes": ["rgb_array"], "render_fps": 15}
 
     def __init__(self, size: int = 64, grid: int = 8, episode_length: int = 50,
@@ -36,6 +37,7 @@ class MovingDotEnv(gymnasium.Env):
         self._t = 0
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
+        """A new episode: the dot (and, with ``random_target``, the target) in a random cell."""
         super().reset(seed=seed)
         self._dot = self.np_random.integers(0, self.grid, 2)
         self._target = self.np_random.integers(0, self.grid, 2) if self.random_target else np.full(2, self.grid // 2)
@@ -43,6 +45,7 @@ class MovingDotEnv(gymnasium.Env):
         return self._render_obs(), {}
 
     def step(self, action):
+        """Move one cell (0 no-op, 1 up, 2 down, 3 left, 4 right); the reward is ``1 - distance / max_distance``."""
         self._dot = np.clip(self._dot + MOVES[int(action)], 0, self.grid - 1)
         self._t += 1
         distance = int(np.abs(self._dot - self._target).sum())
@@ -60,6 +63,7 @@ class MovingDotEnv(gymnasium.Env):
         return frame
 
     def render(self):
+        """The current frame, ``(size, size, 3)`` uint8 (``render_mode="rgb_array"``)."""
         if self.render_mode == "rgb_array":
             return np.repeat(self._render_obs(), 3, axis=2)
         return None

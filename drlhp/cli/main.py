@@ -1,0 +1,219 @@
+"""The ``drlhp`` command: the common jobs from the shell.
+
+    drlhp collect drlhp/MovingDot-v0 --synthetic --labels 500 --log-dir prefs
+    drlhp train-reward prefs --steps 1000 --log-dir reward
+    drlhp eval-reward reward/reward_predictor_checkpoints prefs
+    drlhp show-prefs prefs
+    drlhp plot reward
+
+``drlhp <command> --help`` says more. The checkpoint ``train-reward`` writes is
+what the wrappers' ``pretrained_reward_predictor_dir=`` loads.
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import time
+
+from tqdm import tqdm
+
+from drlhp.config import PreferenceConfig
+from drlhp.reward.augment import Augmentation
+from drlhp.reward.predictor import ARCHS
+from drlhp.storage.layout import LogDir
+
+DEFAULTS = PreferenceConfig()  # train-reward trains as a wrapper's trainer would
+
+
+class _TqdmHandler(logging.Handler):
+    """Log lines above the progress bar instead of through it."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        tqdm.write(self.format(record), file=sys.stderr)
+
+
+class _LazyBar:
+    """A progress bar that appears with the first progress, so an early error prints alone."""
+
+    def __init__(self, **kwargs) -> None:
+        self.kwargs, self.bar = kwargs, None
+
+    def get(self) -> tqdm:
+        if self.bar is None:
+            self.bar = tqdm(**self.kwargs)
+        return self.bar
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def _log_through_tqdm() -> None:
+    handler = _TqdmHandler()
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    logger = logging.getLogger("drlhp")
+    logger.handlers[:] = [handler]
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+
+
+def cmd_collect(args) -> None:
+    from drlhp.cli.collect import collect
+
+    bar = _LazyBar(total=args.labels, unit="label", desc="labels")
+
+    def on_label(n: int) -> None:
+        bar.get().update(min(n, args.labels) - bar.get().n)
+
+    if args.synthetic and args.web:
+        raise ValueError("choose one of --synthetic and --web")
+    # A person answering in this terminal: the questions count the pairs, a bar would overwrite them.
+    in_terminal = not (args.synthetic or args.web)
+    paths = collect(args.env_id, args.log_dir, args.labels, args.policy, args.algo,
+                    on_label=None if in_terminal else on_label, synthetic_preferences=args.synthetic,
+                    labelling="web" if args.web else "terminal", web_port=args.web_port,
+                    segment_length=args.segment_length, seed=args.seed, resume=args.resume, log_level=logging.WARNING)
+    bar.close()
+    print(f"{chr(10) if in_terminal else ''}saved {' and '.join(paths)}")  # after an unanswered question
+
+
+def cmd_train_reward(args) -> None:
+    from drlhp.cli.offline import train_reward
+
+    _log_through_tqdm()
+    bar = _LazyBar(unit="step", desc="reward training")
+
+    def on_step(step: int, total: int) -> None:
+        bar.get().total = total
+        bar.get().update(step - bar.get().n)
+
+    row = train_reward(args.prefs_dir, args.log_dir, args.steps, args.epochs, on_step=on_step,
+                       batch_size=args.batch_size, lr=args.lr, ckpt_interval=args.ckpt_interval,
+                       dropout=args.dropout, batchnorm=args.batchnorm, weight_decay=args.weight_decay,
+                       ensemble_size=args.ensemble_size, adaptive_l2=args.adaptive_l2,
+                       noise_prob=args.noise_prob, val_fraction=args.val_fraction, seed=args.seed,
+                       tensorboard_log=args.tensorboard_log, arch=args.arch, torch_threads=args.threads,
+                       augmentation=Augmentation(args.augment_shift, args.temporal_crop_min_length,
+                                                 args.pseudo_label_threshold))
+    bar.close()
+    print(f"step {row['training_step']}: validation accuracy {row['val_accuracy']:.3f}, loss {row['val_loss']:.4f}; "
+          f"checkpoint in {LogDir(args.log_dir).checkpoint_dir} (pretrained_reward_predictor_dir= loads it)")
+
+
+def cmd_eval_reward(args) -> None:
+    from drlhp.cli.offline import evaluate_reward
+
+    bar = _LazyBar(unit="item", desc="pairs, then clips")
+
+    def on_progress(done: int, total: int) -> None:
+        bar.get().total = total
+        bar.get().update(min(done, total) - bar.get().n)
+
+    result = evaluate_reward(args.checkpoint, args.prefs_dir, args.split, on_progress=on_progress)
+    bar.close()
+    rho = "n/a (the clips carry no true reward)" if result.spearman != result.spearman else f"{result.spearman:.3f}"
+    print(f"{result.n_pairs} {args.split} pairs: accuracy {result.accuracy:.3f} (chance 0.5), loss {result.loss:.4f}; "
+          f"Spearman rho of per-frame reward vs true reward: {rho}")
+
+
+def cmd_show_prefs(args) -> int:
+    from drlhp.cli.show_prefs import main as show_prefs
+
+    return show_prefs([args.path] + (["--summary"] if args.summary else []))
+
+
+def cmd_plot(args) -> None:
+    from drlhp.cli.plot import plot
+
+    print(f"wrote {plot(args.log_dir, args.out, args.prefs_dir)}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="drlhp", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="command")
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+
+    p = sub.add_parser("collect", help="gather preferences on an env, then save them")
+    p.add_argument("env_id", help="anything gymnasium.make accepts: drlhp/MovingDot-v0, ALE/Pong-v5, "
+                   "my_module:MyEnv-v0")
+    p.add_argument("--synthetic", action="store_true", help="label from the env's reward (default: you label, "
+                   "in a window and this terminal)")
+    p.add_argument("--web", action="store_true", help="people label on a web page (its address is printed; "
+                   "needs drlhp[web])")
+    p.add_argument("--web-port", type=int, default=8765, help="the page's port with --web; 0: any free port")
+    p.add_argument("--labels", type=int, default=500, help="labels to gather (default: 500)")
+    p.add_argument("--policy", help="an SB3 model .zip to act with, trained on this env's observations "
+                   "(default: random actions)")
+    p.add_argument("--algo", default="ppo", help="the SB3 algorithm of --policy (default: ppo)")
+    p.add_argument("--log-dir", default=f"drlhp_logs/collect/{stamp}", help="where the labels go")
+    p.add_argument("--resume", action="store_true", help="add to the labels already in --log-dir")
+    p.add_argument("--segment-length", type=int, default=25)
+    p.add_argument("--seed", type=int, default=None)
+    p.set_defaults(run=cmd_collect)
+
+    p = sub.add_parser("train-reward", help="train a reward network on saved preferences (no env needed)")
+    p.add_argument("prefs_dir", help="a log_dir holding labels (train.pkl.gz / val.pkl.gz, label journal)")
+    length = p.add_mutually_exclusive_group()
+    length.add_argument("--steps", type=int, default=None, help="training steps (default: 1000)")
+    length.add_argument("--epochs", type=float, help="passes over the training pairs")
+    p.add_argument("--log-dir", default=f"drlhp_logs/train_reward/{stamp}", help="checkpoints and metrics")
+    p.add_argument("--batch-size", type=int, default=DEFAULTS.reward_predictor_batch_size)
+    p.add_argument("--lr", type=float, default=DEFAULTS.reward_predictor_lr)
+    p.add_argument("--ckpt-interval", type=int, default=100, help="checkpoint (and validate) every this many steps")
+    p.add_argument("--dropout", type=float, default=DEFAULTS.reward_predictor_dropout)
+    p.add_argument("--ensemble-size", type=int, default=DEFAULTS.ensemble_size)
+    p.add_argument("--batchnorm", action="store_true")
+    p.add_argument("--arch", choices=ARCHS, default=DEFAULTS.reward_net_arch, help="the reward network for images "
+                   f"(default: {DEFAULTS.reward_net_arch})")
+    p.add_argument("--augment-shift", type=int, default=DEFAULTS.augment_shift,
+                   help=f"random shifts of the clips, in pixels (default: {DEFAULTS.augment_shift}; 0: off)")
+    p.add_argument("--temporal-crop-min-length", type=int, default=DEFAULTS.temporal_crop_min_length,
+                   help=f"temporal crops to at least this many frames (default: {DEFAULTS.temporal_crop_min_length})")
+    p.add_argument("--pseudo-label-threshold", type=float, default=DEFAULTS.pseudo_label_threshold,
+                   help=f"SURF pseudo-labels this sure (default: {DEFAULTS.pseudo_label_threshold}: off)")
+    p.add_argument("--threads", type=int, default=None, help="torch threads (default: all cores)")
+    p.add_argument("--weight-decay", type=float, default=DEFAULTS.reward_predictor_weight_decay,
+                   help="L2 penalty (its starting value with adaptive L2)")
+    p.add_argument("--no-adaptive-l2", dest="adaptive_l2", action="store_false",
+                   help="keep the L2 penalty fixed instead of steering val/train loss into 1.1-1.5")
+    p.add_argument("--noise-prob", type=float, default=DEFAULTS.noise_prob)
+    p.add_argument("--val-fraction", type=float, default=0.2,
+                   help="used to route journaled labels not yet in a snapshot (default: 0.2)")
+    p.add_argument("--seed", type=int, default=None)
+    p.add_argument("--tensorboard-log", help="also write TensorBoard scalars under this directory")
+    p.set_defaults(run=cmd_train_reward)
+
+    p = sub.add_parser("eval-reward", help="accuracy and loss of a checkpoint on saved preferences")
+    p.add_argument("checkpoint", help="a reward_predictor.ckpt, or the directory holding it")
+    p.add_argument("prefs_dir")
+    p.add_argument("--split", choices=("val", "train", "all"), default="val")
+    p.set_defaults(run=cmd_eval_reward)
+
+    p = sub.add_parser("show-prefs", help="replay saved pairs with their labels in a window")
+    p.add_argument("path", help="a log_dir, or a train.pkl.gz / val.pkl.gz file")
+    p.add_argument("--summary", action="store_true", help="print counts only; open no window")
+    p.set_defaults(run=cmd_show_prefs)
+
+    p = sub.add_parser("plot", help="a PNG of a run: reward-model curves, labels, predicted vs true return")
+    p.add_argument("log_dir")
+    p.add_argument("--out", help="the PNG to write (default: <log_dir>/drlhp_plot.png)")
+    p.add_argument("--prefs-dir", help="labelled clips for the predicted-vs-true panel (default: log_dir)")
+    p.set_defaults(run=cmd_plot)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command == "train-reward" and args.steps is None and args.epochs is None:
+        args.steps = 1000
+    try:
+        return args.run(args) or 0
+    except (FileNotFoundError, ValueError, ImportError) as e:
+        print(f"drlhp {args.command}: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

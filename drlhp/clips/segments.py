@@ -1,0 +1,93 @@
+"""Clips (segments) of frames as every process holds them: plain, or with their frames compressed.
+
+Cutting the observation stream into clips is ``drlhp.pipeline.clip_cutting``'s job.
+"""
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass
+class Segment:
+    """``length`` consecutive frames of one episode and the true rewards of those steps.
+
+    ``frames`` has shape ``(length, *frame_shape)``; ``rewards`` has shape
+    ``(length,)`` (float64). ``seg_id`` is unique within one wrapper's run;
+    ``episode`` identifies the episode, unique across the envs of one run (-1 where
+    unknown, e.g. loaded from a file); ``env_index`` is the sub-env of a vector env
+    it came from (0 for a single env).
+    """
+
+    seg_id: int
+    frames: np.ndarray
+    rewards: np.ndarray
+    episode: int = -1
+    env_index: int = 0
+
+    @property
+    def true_return(self) -> float:
+        return float(self.rewards.sum())
+
+
+def pack_frames(frames: np.ndarray) -> bytes:
+    """``frames`` zlib-compressed at level 1 (nearly all the gain, fastest); ``unpack_frames`` undoes it."""
+    # The ignore: numpy's stubs declare ndarray.__buffer__ for Python >= 3.12 only, but an ndarray is a
+    # buffer on every version.
+    return zlib.compress(memoryview(np.ascontiguousarray(frames)).cast("B"), 1)  # type: ignore[arg-type]
+
+
+def unpack_frames(data: bytes, shape: tuple[int, ...], dtype: np.dtype | str) -> np.ndarray:
+    """The frames ``pack_frames`` compressed into ``data`` (a new read-only array)."""
+    return np.frombuffer(zlib.decompress(data), np.dtype(dtype)).reshape(shape)
+
+
+class PackedSegment:
+    """A ``Segment`` whose frames are kept zlib-compressed in memory; ``frames`` decompresses them.
+
+    Why: the trainer holds thousands of clips, and pixel clips compress well
+    (a 25-frame Pong clip with a 4-frame stack: 0.7 MB -> ~9 kB, 80x; 0.9 ms to pack,
+    0.7 ms to unpack). A training step unpacks only its minibatch.
+    """
+
+    __slots__ = ("seg_id", "rewards", "episode", "env_index", "_data", "_shape", "_dtype")
+
+    def __init__(self, seg: Segment) -> None:
+        self.seg_id, self.rewards, self.episode, self.env_index = seg.seg_id, seg.rewards, seg.episode, seg.env_index
+        self._shape, self._dtype = seg.frames.shape, seg.frames.dtype
+        self._data = pack_frames(seg.frames)
+
+    @classmethod
+    def from_packed(cls, seg_id: int, data: bytes, shape: tuple, dtype: np.dtype, rewards: np.ndarray,
+                    episode: int = -1, env_index: int = 0) -> PackedSegment:
+        """A segment from already packed frames (as ``packed_frames`` gave them, e.g. read from a file)."""
+        seg = cls.__new__(cls)
+        seg.seg_id, seg.rewards, seg.episode, seg.env_index = seg_id, rewards, episode, env_index
+        seg._data, seg._shape, seg._dtype = data, tuple(shape), np.dtype(dtype)
+        return seg
+
+    @property
+    def packed_frames(self) -> tuple[bytes, tuple, np.dtype]:
+        """The compressed frames with their shape and dtype: what files store, without recompressing."""
+        return self._data, self._shape, self._dtype
+
+    @property
+    def frames(self) -> np.ndarray:
+        """The frames, unpacked (a new read-only array on every access: keep it if you need it twice)."""
+        return unpack_frames(self._data, self._shape, self._dtype)
+
+    @property
+    def true_return(self) -> float:
+        return float(self.rewards.sum())
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held: the packed frames and the rewards."""
+        return len(self._data) + self.rewards.nbytes
+
+
+def pack(seg) -> PackedSegment:
+    """``seg`` with its frames compressed (``seg`` itself if it already is)."""
+    return seg if isinstance(seg, PackedSegment) else PackedSegment(seg)

@@ -1,0 +1,1 @@
+"""What your RL code touches (main process): the single-env, gymnasium vector and SB3 wrappers."""

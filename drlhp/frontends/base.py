@@ -1,0 +1,114 @@
+"""What every front-end (single env, gymnasium vector, SB3 vector) shares: the controls
+a user calls, the ``info`` keys, and taking one env's observation out of a batch."""
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+import numpy as np
+
+from drlhp.clips.frames import FrameSpec, infer_frame_spec
+from drlhp.config import PreferenceConfig
+from drlhp.pipeline.preference_pipeline import PreferencePipeline
+
+TRUE_REWARD_KEY = "drlhp_true_reward"
+"""``info`` key holding the environment's own reward of every step."""
+PREDICTED_REWARD_KEY = "drlhp_predicted_reward"
+"""``info`` key holding the predicted, normalised reward (present while it is returned)."""
+
+
+class _Closable(Protocol):
+    def close(self) -> None: ...
+
+
+class PipelineFrontEnd:
+    """The user's handle on the pipeline; a front-end sets ``self.pipeline`` in its ``__init__``."""
+
+    pipeline: PreferencePipeline
+
+    def _start_pipeline(self, single_obs: Any, n_envs: int, config: PreferenceConfig | None,
+                        kwargs: dict) -> None:
+        """Validate the settings and the frame of ``single_obs`` (one env's sample observation); start."""
+        config = PreferenceConfig.from_kwargs(config, kwargs)
+        self._transform = config.obs_transform_func
+        self.pipeline = PreferencePipeline(config, infer_frame_spec(self._frame(single_obs)), n_envs)
+
+    def _frame(self, obs: Any) -> np.ndarray:
+        """One env's observation -> the frame stored and rewarded."""
+        return self._transform(obs) if self._transform is not None else obs
+
+    def _frames(self, obs: Any, last_obs: dict[int, Any]) -> np.ndarray:
+        """The N frames of a vector step; ``last_obs`` maps each env whose episode just ended (and
+        whose returned observation is already the next episode's first) to its episode's last one."""
+        if self._transform is None and not last_obs:
+            return obs  # already the batch of frames: no copy on the common step
+        return np.stack([self._frame(last_obs[i] if i in last_obs else unbatch(obs, i))
+                         for i in range(self.pipeline.n_envs)])
+
+    @property
+    def config(self) -> PreferenceConfig:
+        """The run's settings."""
+        return self.pipeline.config
+
+    @property
+    def frame_spec(self) -> FrameSpec:
+        """Shape, dtype and layout of one env's frame."""
+        return self.pipeline.frame_spec
+
+    @property
+    def log_dir(self) -> str:
+        """Where the run's labels, checkpoints and logs go."""
+        return self.pipeline.config.log_dir
+
+    @property
+    def using_reward_from_predictor(self) -> bool:
+        """True while ``step()`` returns the predicted, normalised reward."""
+        return self.pipeline.using_reward_from_predictor
+
+    def switch_to_true_reward(self) -> None:
+        """Return the environment's reward from now on (until ``switch_to_predicted_reward()``)."""
+        self.pipeline.switch_to_true_reward()
+
+    def switch_to_predicted_reward(self) -> None:
+        """Return the predicted reward from now on; needs a checkpoint to exist."""
+        self.pipeline.switch_to_predicted_reward()
+
+    @property
+    def labelling_url(self) -> str | None:
+        """The labelling page's address with its token (``labelling="web"``), else None."""
+        return self.pipeline.labelling_url
+
+    def wait_for_reward_predictor(self, timeout: float | None = None) -> None:
+        """Block until the predicted reward is returned; see ``PreferencePipeline.wait_for_reward_predictor``."""
+        self.pipeline.wait_for_reward_predictor(timeout)
+
+    def save_prefs(self, timeout: float = 120.0) -> list[str]:
+        """Write ``train.pkl.gz`` and ``val.pkl.gz`` into ``log_dir`` (atomically); returns their paths."""
+        return self.pipeline.save_prefs(timeout)
+
+    def stats(self) -> dict:
+        """Counters: clips sent/dropped, labels made and received, reward-training steps, predictor's step."""
+        return self.pipeline.stats()
+
+    def _close_all(self, close_env) -> None:
+        """Stop the pipeline (the trainer saves unsaved labels), then ``close_env()``, even if a worker failed."""
+        pipeline = self.__dict__.get("pipeline")
+        try:
+            if pipeline is not None:
+                pipeline.close()
+        finally:
+            close_env()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self: _Closable, *exc) -> None:  # a front-end is also an env (wrapper): it has close()
+        self.close()
+
+
+def unbatch(obs: Any, i: int) -> Any:
+    """Env ``i``'s observation out of a batched one (arrays, or dicts / tuples of them)."""
+    if isinstance(obs, dict):
+        return {k: unbatch(v, i) for k, v in obs.items()}
+    if isinstance(obs, tuple):
+        return tuple(unbatch(v, i) for v in obs)
+    return obs[i]

@@ -1,0 +1,157 @@
+"""A person labels pairs: the clips loop in a window while the terminal asks L / R / E.
+
+Runs in the preference-interface process. The wait for an answer is a loop at
+``fps``: draw the next frame of both clips (and of the last full episode in a
+second window), let OpenCV handle window events for the rest of the frame's
+time (a key pressed in the window answers too), then read whatever was typed
+in the terminal. Playback never stops while the question waits.
+"""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from drlhp.clips.frames import FrameSpec
+from drlhp.clips.segments import Segment
+from drlhp.config import PreferenceConfig, worker_settings
+from drlhp.labelling.display import BORDER_PX, auto_zoom, compose_pair, displayable, frame_hw, zoomed
+from drlhp.labelling.terminal import HELP, InvalidAnswer, TerminalPrompt, parse_answer
+from drlhp.storage.layout import LogDir
+from drlhp.storage.run_dir import log_human_label
+
+PAIR_WINDOW = "drlhp: which clip is better?"
+TERMINAL_LABELLER = "terminal"  # human_labels.csv's labeller column for answers typed in the terminal
+EPISODE_WINDOW = "drlhp: last full episode"
+QUESTION = "[L]eft better, [R]ight better, [E]qual, Enter = can't compare: "
+
+
+@dataclass(frozen=True)
+class HumanConfig:
+    """How pairs are shown to a person and where the answers are typed."""
+
+    frame_spec: FrameSpec
+    zoom: int | None = None  # None: about 336 px per clip
+    fps: float = 20.0
+    terminal: str = "/dev/tty"
+    log_path: str | None = None  # CSV of answers and display timings
+
+    @classmethod
+    def from_preference_config(cls, config: PreferenceConfig, frame_spec: FrameSpec) -> HumanConfig:
+        """How a person is shown the clips of a run with ``config``."""
+        renamed = {"zoom": "display_zoom", "fps": "display_fps", "terminal": "human_terminal"}
+        return worker_settings(cls, config, renamed, frame_spec=frame_spec,
+                               log_path=LogDir(config.log_dir).human_labels)
+
+
+def import_cv2_gui():
+    """``cv2`` with a GUI, or an ImportError saying what to install."""
+    try:
+        import cv2
+    except ImportError as e:
+        raise ImportError('Human labelling shows clips with OpenCV: pip install "drlhp[gui]" '
+                          "(opencv-python; not opencv-python-headless)") from e
+    gui = [line for line in cv2.getBuildInformation().splitlines() if line.strip().startswith("GUI:")]
+    if gui and gui[0].split(":", 1)[1].strip().upper() == "NONE":
+        raise ImportError("The installed OpenCV has no GUI (opencv-python-headless?). pip uninstall "
+                          'opencv-python-headless, then pip install "drlhp[gui]"')
+    return cv2
+
+
+class HumanLabeller:
+    """Asks a person about each pair; ``None`` (incomparable) when they just press Enter."""
+
+    pairs_per_segment: float | None = None  # ask as fast as the person answers
+
+    def __init__(self, config: HumanConfig, stop_event, idle: Callable[[], None] = lambda: None) -> None:
+        self.cv2 = import_cv2_gui()
+        fonts = "/usr/share/fonts/truetype/dejavu"
+        if os.path.isdir(fonts):  # OpenCV's Qt ships no fonts and complains without them
+            os.environ.setdefault("QT_QPA_FONTDIR", fonts)
+        self.config, self.stop_event, self.idle = config, stop_event, idle
+        self.zoom = config.zoom or auto_zoom(config.frame_spec)
+        self.prompt = TerminalPrompt(config.terminal)
+        self.episode: list[np.ndarray] = []
+        self._episode_i = 0
+        self.n_asked = 0
+        self._last_answer: float | None = None
+        self.last_seconds: float | None = None  # how long the last answer took
+        # GUI_NORMAL: no Qt toolbar or status bar, just the picture.
+        self.cv2.namedWindow(PAIR_WINDOW, self.cv2.WINDOW_AUTOSIZE | self.cv2.WINDOW_GUI_NORMAL)
+        self.cv2.namedWindow(EPISODE_WINDOW, self.cv2.WINDOW_AUTOSIZE | self.cv2.WINDOW_GUI_NORMAL)
+        # Beside the pair window, not on top of it (without a window manager both open at 0, 0).
+        h, w = frame_hw(config.frame_spec)
+        self.cv2.moveWindow(PAIR_WINDOW, 0, 0)
+        self.cv2.moveWindow(EPISODE_WINDOW, 2 * w * self.zoom + BORDER_PX + 20, 0)
+
+    def show_episode(self, frames: list[np.ndarray]) -> None:
+        """Loop these frames (the agent's last full episode) in the smaller window.
+
+        Called for every finished episode, often many times between two frames
+        drawn: only the list is kept; each frame is converted when it is drawn.
+        """
+        self.episode = frames
+        self._episode_i = 0
+
+    def label(self, a: Segment, b: Segment) -> float | None:
+        cv2, spec = self.cv2, self.config.frame_spec
+        self.n_asked += 1
+        left = [displayable(f, spec) for f in a.frames]
+        right = [displayable(f, spec) for f in b.frames]
+        self.prompt.drain()
+        self.prompt.say(f"\nPair {self.n_asked}: clip {a.seg_id} (L) vs clip {b.seg_id} (R). {QUESTION}")
+        tick = 1.0 / self.config.fps
+        shown_at = next_frame = time.monotonic()
+        since_last = shown_at - self._last_answer if self._last_answer is not None else float("nan")
+        n_frames = 0
+        while not self.stop_event.is_set():
+            i = n_frames % len(left)
+            pair = compose_pair(left[i], right[i], self.zoom, (i + 1) / len(left), f"pair {self.n_asked}")
+            cv2.imshow(PAIR_WINDOW, pair)
+            if self.episode:
+                frame = displayable(self.episode[self._episode_i % len(self.episode)], spec)
+                cv2.imshow(EPISODE_WINDOW, zoomed(frame, max(1, self.zoom // 2))[..., ::-1])
+                self._episode_i += 1
+            n_frames += 1
+            last_drawn = time.monotonic()
+            # Keep to the schedule (waitKey often wakes a millisecond late), but after a
+            # real stall (more than a frame behind) restart it rather than race to catch up.
+            next_frame = max(next_frame + tick, time.monotonic() - tick)
+            typed = []
+            key = cv2.waitKey(max(1, int((next_frame - time.monotonic()) * 1000)))
+            if key != -1 and chr(key & 0xFF).lower() in "lre":
+                typed.append(chr(key & 0xFF))
+                self.prompt.say(f"{typed[0].upper()} (pressed in the window)\n")
+            typed += self.prompt.lines(timeout=0)
+            for text in typed:
+                try:
+                    label = parse_answer(text)
+                except InvalidAnswer:
+                    self.prompt.say(f"{HELP}\nPair {self.n_asked}: {QUESTION}")
+                    continue
+                now = time.monotonic()
+                self._last_answer = now
+                fps = (n_frames - 1) / (last_drawn - shown_at) if n_frames > 1 else float("nan")
+                self._record(a, b, label, now - shown_at, fps, since_last)
+                return label
+            self.idle()
+        return None
+
+    def _record(self, a: Segment, b: Segment, label, seconds, fps, since_last) -> None:
+        self.last_seconds = seconds  # the preference interface records it with the label
+        if self.config.log_path:
+            log_human_label(self.config.log_path, pair=self.n_asked, clip_left=a.seg_id, clip_right=b.seg_id,
+                            label="" if label is None else label, labeller=TERMINAL_LABELLER,
+                            seconds_to_answer=f"{seconds:.3f}", display_fps=f"{fps:.1f}",
+                            seconds_from_last_answer_to_this_pair=f"{since_last:.3f}")
+
+    def close(self) -> None:
+        self.prompt.close()
+        try:
+            self.cv2.destroyAllWindows()
+            self.cv2.waitKey(1)
+        except Exception:
+            pass

@@ -1,0 +1,109 @@
+"""Who answers "which of these two segments is better?".
+
+A labeller returns the probability that segment ``a`` is preferred: 1.0 (a is
+better), 0.0 (b is better), 0.5 (equally good), or ``None`` when the pair is
+incomparable (nothing is recorded). The preference interface treats every
+labeller the same way; a human labeller plugs in here.
+"""
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from drlhp.clips.segments import Segment
+
+
+class Labeller(Protocol):
+    """What the preference interface asks for a label: pass your own as ``labeller=``.
+
+    It runs in the interface process, so it must pickle (a module-level class). Its
+    ``pairs_per_segment`` says how many pairs to ask about per newly arrived clip;
+    ``None`` asks as fast as it answers (a person is slower than clips arrive).
+    """
+
+    pairs_per_segment: float | None
+
+    def label(self, a: Segment, b: Segment) -> float | None:
+        """The label of one pair: 1.0 if clip ``a`` is better, 0.0 if ``b`` is, 0.5 if they are
+        equally good, or None when they cannot be compared (not stored; it still counts as asked)."""
+        ...
+
+    def close(self) -> None:
+        """Release what the labeller holds (a window, a terminal); called once, when the run stops."""
+        ...
+
+
+@dataclass(frozen=True)
+class SyntheticTeacher:
+    """How a simulated person answers, after the B-Pref teachers (Lee et al. 2021).
+
+    The defaults are a perfect teacher: the clip with the larger true return wins,
+    exactly equal returns are "equally good".
+
+    Attributes:
+        beta: rationality. ``inf``: always the better clip; finite: clip a wins with
+            probability ``sigmoid(beta * (R_a - R_b))`` (Bradley-Terry), so close calls are noisy.
+        gamma: myopia. Step t of a clip of length L counts ``gamma ** (L - 1 - t)``: below 1,
+            the end of a clip weighs more than its start.
+        mistake_rate: probability of giving the opposite answer to a strict preference.
+        skip_threshold: skip (answer nothing) when both clips' returns are below this:
+            neither shows anything worth judging. None: never skip.
+        equal_threshold: "equally good" when the returns differ by at most this.
+    """
+
+    beta: float = math.inf
+    gamma: float = 1.0
+    mistake_rate: float = 0.0
+    skip_threshold: float | None = None
+    equal_threshold: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not self.beta > 0:
+            raise ValueError(f"beta must be > 0 (inf: a perfectly rational teacher), got {self.beta}")
+        if not 0.0 < self.gamma <= 1.0:
+            raise ValueError(f"gamma must be in (0, 1], got {self.gamma}")
+        if not 0.0 <= self.mistake_rate <= 1.0:
+            raise ValueError(f"mistake_rate must be in [0, 1], got {self.mistake_rate}")
+        if self.equal_threshold < 0:
+            raise ValueError(f"equal_threshold must be >= 0, got {self.equal_threshold}")
+
+    def judged_return(self, rewards: np.ndarray) -> float:
+        """The return as this teacher perceives it (later steps weigh more when ``gamma`` < 1)."""
+        if self.gamma == 1.0:
+            return float(np.sum(rewards))
+        return float(np.dot(rewards, self.gamma ** np.arange(len(rewards) - 1, -1, -1)))
+
+    def answer(self, rewards_a: np.ndarray, rewards_b: np.ndarray, rng: random.Random) -> float | None:
+        """P(a preferred) as a label (1, 0 or 0.5), or None to skip the pair."""
+        ra, rb = self.judged_return(rewards_a), self.judged_return(rewards_b)
+        if self.skip_threshold is not None and max(ra, rb) < self.skip_threshold:
+            return None
+        if abs(ra - rb) <= self.equal_threshold:
+            return 0.5
+        if math.isinf(self.beta):
+            label = 1.0 if ra > rb else 0.0
+        else:
+            label = 1.0 if rng.random() < 1.0 / (1.0 + math.exp(-self.beta * (ra - rb))) else 0.0
+        return 1.0 - label if rng.random() < self.mistake_rate else label
+
+
+class SyntheticLabeller:
+    """Labels pairs from the env's true rewards, the way ``teacher`` would (default: perfectly)."""
+
+    def __init__(self, pairs_per_segment: float = 1.0, teacher: SyntheticTeacher = SyntheticTeacher(),
+                 seed: int | None = None) -> None:
+        if pairs_per_segment <= 0:
+            raise ValueError(f"pairs_per_segment must be > 0, got {pairs_per_segment}")
+        self.pairs_per_segment: float | None = pairs_per_segment
+        self.teacher = teacher
+        self._rng = random.Random(seed)
+
+    def label(self, a: Segment, b: Segment) -> float | None:
+        return self.teacher.answer(a.rewards, b.rewards, self._rng)
+
+    def close(self) -> None:
+        pass

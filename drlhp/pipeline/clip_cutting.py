@@ -1,0 +1,102 @@
+"""Cutting the observation stream into fixed-length clips (segments) of one episode each."""
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+
+from drlhp.clips.frames import FrameSpec
+
+log = logging.getLogger("drlhp")
+
+
+class SegmentBuilder:
+    """Accumulates frames and rewards; hands back a full segment every ``length`` steps.
+
+    A segment never spans two episodes: ``end_episode()`` discards the frames of
+    an unfinished segment (the "short tail"), so every segment has exactly
+    ``length`` frames and every pair compares clips of equal duration.
+    """
+
+    def __init__(self, spec: FrameSpec, length: int) -> None:
+        self.length = length
+        self._frames = np.empty((length, *spec.shape), dtype=np.dtype(spec.dtype))
+        self._rewards = np.empty(length, dtype=np.float64)
+        self._n = 0
+        self.n_tail_frames_dropped = 0
+
+    def add(self, frame: np.ndarray, reward: float) -> tuple[np.ndarray, np.ndarray] | None:
+        """Add one step. Returns ``(frames, rewards)`` when a segment is complete.
+
+        The returned arrays are the builder's own buffers: copy them before the
+        next ``add()``.
+        """
+        self._frames[self._n] = frame
+        self._rewards[self._n] = reward
+        self._n += 1
+        if self._n < self.length:
+            return None
+        self._n = 0
+        return self._frames, self._rewards
+
+    def end_episode(self) -> None:
+        self.n_tail_frames_dropped += self._n
+        self._n = 0
+
+
+class EpisodeClips:
+    """Cuts the frames of ``n_envs`` envs stepping together into clips, following each env's episodes.
+
+    One ``SegmentBuilder`` per env, so a clip never spans two episodes of one env; each
+    episode gets an id unique across the envs.
+    """
+
+    def __init__(self, spec: FrameSpec, length: int, n_envs: int) -> None:
+        self.builders = [SegmentBuilder(spec, length) for _ in range(n_envs)]
+        self._episode_ids = list(range(n_envs))
+        self._next_episode_id = n_envs
+        self._episode_steps = [0] * n_envs
+        self._made_a_clip = self._warned_short = False
+
+    def add(self, frames: np.ndarray, rewards, recorded=None,
+            episode_ends=None) -> list[tuple[int, int, np.ndarray, np.ndarray]]:
+        """One step of every env; returns ``(env_index, episode_id, frames, rewards)`` of each clip it completed.
+
+        ``recorded``: which envs made a real transition (None: all); ``episode_ends``: whose
+        episodes ended with this step (None: none). A clip's arrays are its builder's own
+        buffers: use them before the next ``add``.
+        """
+        clips = []
+        for i, builder in enumerate(self.builders):
+            if recorded is None or recorded[i]:
+                self._episode_steps[i] += 1
+                clip = builder.add(frames[i], float(rewards[i]))
+                if clip is not None:
+                    clips.append((i, self._episode_ids[i], *clip))
+                    self._made_a_clip = True
+            if episode_ends is not None and episode_ends[i]:
+                self.end_episode(i)
+        return clips
+
+    def end_episode(self, env_index: int) -> None:
+        """Env ``env_index``'s episode ended (or it was reset): its unfinished clip is dropped."""
+        # Called at the end of an episode and again by the reset() that follows: count it once.
+        if self._episode_steps[env_index]:
+            self._warn_if_too_short(self._episode_steps[env_index])
+            self.builders[env_index].end_episode()
+            self._episode_ids[env_index] = self._next_episode_id
+            self._next_episode_id += 1
+            self._episode_steps[env_index] = 0
+
+    def _warn_if_too_short(self, episode_steps: int) -> None:
+        """Say so (once) when episodes end before a first clip: labelling would otherwise wait in silence."""
+        length = self.builders[0].length
+        if episode_steps < length and not self._made_a_clip and not self._warned_short:
+            self._warned_short = True
+            log.warning("an episode ended after %d steps, before a clip of segment_length=%d steps was complete: "
+                        "no clip is made from episodes this short, so there is nothing to label. Use a "
+                        "segment_length shorter than the env's episodes.", episode_steps, length)
+
+    @property
+    def n_tail_frames_dropped(self) -> int:
+        return sum(b.n_tail_frames_dropped for b in self.builders)

@@ -1,0 +1,72 @@
+"""The small messages the processes exchange (see ``drlhp.pipeline.workers`` for who sends what)."""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from drlhp.clips.segments import PackedSegment
+
+
+class RunStart(NamedTuple):
+    """Trainer -> interface, once the run's earlier labels are loaded: where numbering continues."""
+
+    first_seg_id: int  # added to the env side's clip numbers (0, 1, ...), so ids never repeat in a log_dir
+    next_seq: int  # the sequence number of the run's next label
+
+
+class SegmentData(NamedTuple):
+    """Interface -> trainer: a segment, compressed, sent once, before the first label that uses it."""
+
+    segment: PackedSegment
+
+
+class ForgetSegment(NamedTuple):
+    """Interface -> trainer: the interface will not label this segment again."""
+
+    seg_id: int
+
+
+class Preference(NamedTuple):
+    """Interface -> trainer: ``label`` is the probability that segment a is preferred to b.
+
+    1.0: a is better ("L"), 0.0: b is better ("R"), 0.5: equally good ("E").
+    """
+
+    seg_id_a: int
+    seg_id_b: int
+    label: float
+    seq: int  # the label's number in the run (0, 1, ...): decides train or validation, orders the journal
+    labeller: str = ""  # who answered: a labeller's class name, or "web:<name>" a person typed in the browser
+    seconds: float | None = None  # how long the answer took (None: not timed)
+
+
+class SavePrefs(NamedTuple):
+    """Main -> trainer: write train.pkl.gz and val.pkl.gz into ``directory``, then reply."""
+
+    directory: str
+
+
+class TrainerReady(NamedTuple):
+    """Trainer -> main, once it holds the log_dir lock and has loaded what the run starts from."""
+
+    n_train: int
+    n_val: int
+    n_labels: int  # every label of the run so far
+    training_step: int  # the reward network's
+
+
+class PrefsSaved(NamedTuple):
+    """Trainer -> main: the reply to ``SavePrefs``."""
+
+    paths: list[str]
+    n_train: int
+    n_val: int
+
+
+class TrainerFailed(NamedTuple):
+    """Trainer -> main, instead of a reply: ``error`` is raised in the main process (a ``log_dir`` in use, a
+    bad file to start from, or a ``WorkerError`` carrying the traceback of a command that failed)."""
+
+    error: BaseException
+
+
+# A ``None`` on a queue means "no more messages from this sender".

@@ -1,0 +1,1 @@
+"""The one place that knows a ``log_dir``: its paths, its lock, the rules for a new or resumed run, atomic writes."""

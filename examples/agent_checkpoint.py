@@ -28,6 +28,11 @@ def agent_checkpoint_path(log_dir: str) -> str:
     return os.path.join(log_dir, "agent", "agent.pt")
 
 
+def kept_agent_path(log_dir: str, agent_steps: int) -> str:
+    """Where ``--keep-agents`` keeps a copy of the agent saved at ``agent_steps``."""
+    return os.path.join(log_dir, "agent", f"agent_{agent_steps}.pt")
+
+
 def save_agent(agent: OnPolicyAlgorithm, path: str, total_timesteps: int, settings: dict, **extra) -> None:
     """Write the agent's state to ``path`` atomically (a temporary file, then a rename).
 

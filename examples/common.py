@@ -13,6 +13,7 @@ import argparse
 import dataclasses
 import os
 import shlex
+import shutil
 import sys
 import time
 from collections import deque
@@ -21,7 +22,14 @@ from typing import Callable
 
 import numpy as np
 import torch
-from agent_checkpoint import AgentCheckpointError, agent_checkpoint_path, load_agent_state, restore_agent, save_agent
+from agent_checkpoint import (
+    AgentCheckpointError,
+    agent_checkpoint_path,
+    kept_agent_path,
+    load_agent_state,
+    restore_agent,
+    save_agent,
+)
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import VecEnv
@@ -42,6 +50,9 @@ class Args:
                 "and learning curve"})
     save_every: int = field(default=10_000, metadata={
         "help": "save the agent every this many agent steps (and at the end; 0: only at the end)"})
+    keep_agents: bool = field(default=False, metadata={
+        "help": "also keep each saved agent as agent/agent_<agent steps>.pt (policies of every skill the run "
+                "passed through, e.g. for benchmarks/reward_signal.py)"})
     seed: int = field(default=0, metadata={"help": "seed of the envs, the agent and drlhp"})
     segment_length: int = field(default=25, metadata={"help": "frames per clip compared"})
     n_initial_prefs: int = field(default=40, metadata={"help": "labels before reward training starts"})
@@ -263,6 +274,8 @@ def learn(agent: BaseAlgorithm, args: Args, session: Session, wrapped: HumanPref
         if wrapped is not None:
             extra["label_clock_env_steps"] = wrapped.stats()["env_steps"]  # started at label_clock_start
         save_agent(agent, ckpt, args.total_timesteps, session.settings, **extra)
+        if args.keep_agents:
+            shutil.copyfile(ckpt, kept_agent_path(session.log_dir, agent.num_timesteps))
 
     curve = LearningCurveWriter(session.log_dir, session.run, session.number, session.start_step)
     labels = (lambda: wrapped.stats()["run_labels"]) if wrapped is not None else (lambda: 0)

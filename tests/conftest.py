@@ -10,6 +10,22 @@ import numpy as np
 import pytest
 from gymnasium import spaces
 
+#: How far two float32 computations of the same values may differ when they take different code paths
+#: (batch sizes, thread counts, grouped or single-member kernels, the lean per-step path): as a share of the
+#: largest value compared. Summing n terms in another order moves the result by up to about n units of
+#: float32 roundoff (eps = 1.2e-7) of the terms' magnitude, and the networks in these tests sum at most about
+#: a thousand terms per output, hence 2**10 eps (1.2e-4). A real fault (a wrong weight, a member left out, a
+#: stale normaliser) moves the values by their own order, far beyond it. Relative to the largest value, not
+#: to each one: a value near 0 keeps no relative precision through a sum of larger terms.
+FLOAT32_PATH_TOLERANCE = 2**10 * float(np.finfo(np.float32).eps)
+
+
+def assert_same_in_float32(actual, expected) -> None:
+    """``actual`` equals ``expected`` up to the rounding of float32 code paths (:data:`FLOAT32_PATH_TOLERANCE`)."""
+    actual, expected = np.asarray(actual, np.float64), np.asarray(expected, np.float64)
+    scale = float(np.abs(expected).max()) if expected.size else 0.0
+    np.testing.assert_allclose(actual, expected, rtol=0, atol=FLOAT32_PATH_TOLERANCE * scale)
+
 
 class FakePixelEnv(gymnasium.Env):
     """Observation: a frame filled with the step counter (mod 256); reward: ``reward_fn(t)``.

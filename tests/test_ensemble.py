@@ -3,6 +3,7 @@ import copy
 import numpy as np
 import pytest
 import torch
+from conftest import assert_same_in_float32
 
 from drlhp.clips.frames import infer_frame_spec
 from drlhp.reward.bootstrap import bootstrap_counts, member_batches
@@ -43,12 +44,12 @@ def test_each_member_is_an_independent_network(frames, batchnorm, arch):
     members = p.member_rewards(frames)
     assert members.shape == (6, 3) and not np.allclose(members[:, 0], members[:, 1])
     for m in range(3):
-        np.testing.assert_allclose(members[:, m], one_member(p, m).member_rewards(frames)[:, 0], rtol=1e-4, atol=1e-5)
+        assert_same_in_float32(members[:, m], one_member(p, m).member_rewards(frames)[:, 0])
     # The lean per-step path (one shared first layer) agrees with the module path.
     with torch.no_grad():
         module_out = p.net.eval()(member_input(torch.from_numpy(frames).float().permute(0, 3, 1, 2) / 255, 3)
                                   if frames.ndim == 4 else member_input(torch.from_numpy(frames), 3))
-    np.testing.assert_allclose(members, module_out.numpy(), rtol=1e-4, atol=1e-5)
+    assert_same_in_float32(members, module_out.numpy())
 
 
 @pytest.mark.parametrize("arch", ARCHS)
@@ -63,8 +64,8 @@ def test_the_one_frame_path_matches_the_network_after_training_in_place(shape, a
         net_input = torch.from_numpy(frames[:4]).float().permute(0, 3, 1, 2) / 255
         module_out = p.net.eval()(member_input(net_input, 3)).numpy()
     one_at_a_time = np.concatenate([p.member_rewards(frames[i:i + 1]) for i in range(4)])
-    np.testing.assert_allclose(one_at_a_time, module_out, rtol=1e-4, atol=1e-5)
-    np.testing.assert_allclose(p.member_rewards(frames[:4]), module_out, rtol=1e-4, atol=1e-5)
+    assert_same_in_float32(one_at_a_time, module_out)
+    assert_same_in_float32(p.member_rewards(frames[:4]), module_out)
 
 
 def test_a_training_step_moves_each_member_by_its_own_pairs_only():

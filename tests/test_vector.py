@@ -8,7 +8,7 @@ from functools import partial
 import gymnasium
 import numpy as np
 import pytest
-from conftest import FAST, StampedEnv
+from conftest import FAST, StampedEnv, assert_same_in_float32
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
@@ -126,7 +126,7 @@ def test_batched_predicted_rewards_equal_single_frame_ones(tmp_path, kind):
         for _ in range(30):
             rewards, infos, last, real = driver.step()
             single = [predictor.reward(frame) if ok else 0.0 for frame, ok in zip(last, real)]
-            assert rewards == pytest.approx(single, rel=1e-5, abs=1e-7)
+            assert_same_in_float32(rewards, single)  # a batch of 4 frames against one at a time
             true = [infos[i][TRUE_REWARD_KEY] for i in range(4)] if driver.sb3 else infos[TRUE_REWARD_KEY]
             predicted = ([infos[i][PREDICTED_REWARD_KEY] for i in range(4)] if driver.sb3
                          else infos[PREDICTED_REWARD_KEY])

@@ -92,7 +92,10 @@ def test_a_reward_network_whose_output_does_not_vary_is_reported_once_and_reward
     flat = [r.getMessage() for r in caplog.records if "hardly varies" in r.getMessage()]
     assert len(flat) == 1 and "reward_predictor_batchnorm=True" in flat[0], caplog.text
     predictor = RewardPredictor.load(str(tmp_path / "run" / CKPT))
-    assert np.abs(predictor.normalised_rewards(frame_stack)).max() < 1e-6
+    # Exactly 0, not "small": the flat network's outputs differ from the normaliser's mean only by float32
+    # rounding, which differs between CPUs and batch sizes; the normaliser leaves a flat member out entirely.
+    assert np.all(predictor.normalised_rewards(frame_stack) == 0.0)
+    assert np.all(predictor.rewards(frame_stack) == 0.0)  # the env process's fast path too
 
 
 def test_pretrained_reward_predictor_from_the_first_step(tmp_path):

@@ -6,9 +6,10 @@ from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
-#: The smallest std a member's raw rewards are divided by. A network whose leaky-ReLU units have all
-#: died varies its output by ~1e-8 (0.01 per layer); a live one varies it by 1e-3 or more. Dividing by
-#: less would turn a dead network's rounding noise into rewards of any size.
+#: A member whose raw rewards vary by no more than this (their std) is flat and rewards exactly 0. A network
+#: whose leaky-ReLU units have all died varies its output by ~1e-8 (0.01 per layer); a live one varies it by
+#: 1e-3 or more. Dividing a flat member's output by its std would turn its rounding noise into rewards of any
+#: size, and dividing by a floor still leaves that noise, which differs between CPUs and batch sizes.
 MIN_STD = 1e-4
 
 
@@ -20,7 +21,9 @@ class RewardNormaliser:
     statistics are fitted by the training process on recent frames and saved
     inside each checkpoint, so the env process applies exactly what the trainer
     measured. Averaging *normalised* rewards (as the paper does) keeps a member
-    whose raw outputs happen to be large from outvoting the others.
+    whose raw outputs happen to be large from outvoting the others. A flat member
+    (std at most :data:`MIN_STD`) is left out of the average: it adds exactly 0, and
+    if every member is flat the reward is exactly 0.
     """
 
     mean: float | tuple[float, ...] = 0.0
@@ -36,7 +39,9 @@ class RewardNormaliser:
         std = tuple(float(v) for v in np.atleast_1d(self.std))
         object.__setattr__(self, "mean", mean)
         object.__setattr__(self, "std", std)
-        weights = (self.scale / np.array(std)) / len(std)  # per-member factors, computed once
+        stds = np.array(std)
+        live = stds > MIN_STD  # checkpoints written before flat members were left out hold exactly MIN_STD
+        weights = np.where(live, self.scale / np.where(live, stds, 1.0), 0.0) / max(1, int(live.sum()))
         object.__setattr__(self, "_weights", weights)
         object.__setattr__(self, "_offset", float(np.dot(weights, mean)))
 
@@ -47,7 +52,7 @@ class RewardNormaliser:
         raw = raw.reshape(len(raw), -1)
         std = raw.std(axis=0) if len(raw) > 1 else np.ones(raw.shape[1])
         mean = raw.mean(axis=0) if len(raw) else np.zeros(raw.shape[1])
-        return cls(tuple(mean), tuple(np.maximum(std, MIN_STD)), scale)
+        return cls(tuple(mean), tuple(std), scale)
 
     @property
     def member_weights(self) -> np.ndarray:

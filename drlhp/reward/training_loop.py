@@ -251,13 +251,14 @@ class RewardTrainingLoop:
             self._log_metrics()
 
     def _warn_if_flat(self, member_stds: np.ndarray) -> None:
-        """Say so (once) when a member's output hardly varies over recent frames: the agent's reward is ~0."""
+        """Say so (once) when a member's output hardly varies over recent frames: it rewards nothing."""
         if self._warned_flat or member_stds.min() >= MIN_STD:
             return
         self._warned_flat = True
         log.warning("the reward network's output hardly varies over recent clips (std %.1g at training step %d): "
-                    "its units have probably died, so the agent's reward is about 0. On frames with a large flat "
-                    "background (Atari) train it with reward_predictor_batchnorm=True.", member_stds.min(), self.step)
+                    "its units have probably died, so it adds nothing to the agent's reward (0 if no ensemble member "
+                    "varies). On frames with a large flat background (Atari) train it with "
+                    "reward_predictor_batchnorm=True.", member_stds.min(), self.step)
 
     def _adapt_l2(self, val_loss: float) -> None:
         """Keep validation loss 1.1-1.5x training loss (both without dropout) by scaling the L2 penalty."""

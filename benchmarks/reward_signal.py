@@ -1,0 +1,313 @@
+"""How well a reward checkpoint's predicted reward tracks the true one where the agent will be: an offline
+measure of the reward *signal* (not of the labels' accuracy), minutes instead of an hour of RL.
+
+Three steps, each a subcommand:
+
+    # 1. play saved agents of different skill (an examples run with --keep-agents) and keep what they saw
+    python benchmarks/reward_signal.py record lc_pong/true_reward/agent --out benchmarks/results/pong/policies \\
+        --agents 50176 600064 700416 800768 1000448 --steps 3000 --seed 100
+    # 2. synthetic labels of clips of those recordings (a database drlhp train-reward reads)
+    python benchmarks/reward_signal.py labels benchmarks/results/pong/policies --out pong_labels --labels 3000
+    # 3. train reward networks on them the way you want to compare, then score each checkpoint
+    drlhp train-reward pong_labels --log-dir rs_atari_bn --batchnorm --ensemble-size 1 --steps 1000
+    python benchmarks/reward_signal.py measure rs_atari_bn rs_other --policies benchmarks/results/pong/policies
+
+``measure`` plays nothing: it predicts the reward of every recorded step and compares it with the true
+reward, per policy and over all of them:
+
+- ``rho_1``: Spearman's rank correlation per step (how the old reports measured it; Pong's true reward is a
+  single +-1 step per point, so this is low even for a good shaping);
+- ``r_25``, ``r_100``: Pearson correlation of the predicted and true return over windows of 25 and 100 steps
+  (100 is PPO's horizon at gamma 0.99);
+- ``r_episode``: of whole episodes' returns;
+- ``r_disc``: of the discounted returns-to-go at gamma 0.99 at every step: what the agent's critic learns, so
+  the figure most directly about learning speed;
+- ``policy_rho``: how the mean predicted reward per step orders the policies, against the true reward's order;
+- ``noise``: the share of the predicted reward's per-step variance that no time-invariant shaping of the true
+  reward explains (1 - R^2 of a least-squares fit of the predicted reward on the true reward 50 steps either
+  side): credit spread on the frames that earn it is signal, the rest is noise the agent must average away.
+
+A flat network (no variation) gets 0 for every correlation and a noise share of 1.
+"""
+from __future__ import annotations
+
+import argparse
+import glob
+import os
+import random
+import re
+import sys
+import warnings
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+GAMMA = 0.99  # the examples' PPO discount
+WINDOWS = (25, 100)
+SHAPING_LAGS = 50  # steps either side of a point that a shaping of the true reward may spread credit over
+
+
+# -- record ------------------------------------------------------------------------------------------------------
+
+def record(agent_dir: str, out: str, agents: list[int] | None, steps: int, seed: int) -> None:
+    """Play each saved agent for ``steps`` agent steps in one Pong env; save its observations and rewards."""
+    sys.path.insert(0, os.path.join(ROOT, "examples"))
+    from agent_checkpoint import load_agent_state, restore_agent
+    from pong_ppo import make_agent, make_pong
+
+    os.makedirs(out, exist_ok=True)
+    for step, path in kept_agents(agent_dir, agents):
+        venv = make_pong(1, seed)
+        with warnings.catch_warnings():  # PPO's batch size does not fit one env's rollout: it is never trained here
+            warnings.simplefilter("ignore", UserWarning)
+            agent = make_agent(venv, seed)
+        restore_agent(agent, load_agent_state(path), path)
+        obs = venv.reset()
+        frames, rewards, episodes = [], [], []
+        episode = 0
+        for _ in range(steps):
+            action, _ = agent.predict(obs, deterministic=False)
+            obs, reward, done, info = venv.step(action)
+            # drlhp rewards a step by the observation it led to: at an episode's end, the terminal one.
+            frames.append(info[0]["terminal_observation"] if done[0] else obs[0])
+            rewards.append(float(reward[0]))
+            episodes.append(episode)
+            episode += int(done[0])
+        venv.close()
+        name = os.path.join(out, f"agent_{step}.npz")
+        np.savez_compressed(name, frames=np.stack(frames), rewards=np.array(rewards, np.float32),
+                            episodes=np.array(episodes, np.int32), agent_steps=step, seed=seed)
+        print(f"{name}: {steps} steps, {episode} complete episodes, true return per 1k steps "
+              f"{1000 * np.sum(rewards) / steps:+.1f}, {os.path.getsize(name) / 1e6:.1f} MB", flush=True)
+
+
+def kept_agents(agent_dir: str, wanted: list[int] | None) -> list[tuple[int, str]]:
+    """``(agent steps, path)`` of the ``agent_<steps>.pt`` files in ``agent_dir``: those nearest ``wanted``."""
+    found = {int(m.group(1)): p for p in glob.glob(os.path.join(agent_dir, "agent_*.pt"))
+             if (m := re.search(r"agent_(\d+)\.pt$", p))}
+    if not found:
+        sys.exit(f"error: no agent_<steps>.pt in {agent_dir}: train with an example's --keep-agents")
+    if wanted is None:
+        return sorted(found.items())
+    chosen = {min(found, key=lambda s: abs(s - w)) for w in wanted}
+    return [(s, found[s]) for s in sorted(chosen)]
+
+
+# -- recordings --------------------------------------------------------------------------------------------------
+
+class Recording:
+    """One policy's recorded steps: frames ``(N, *frame_shape)``, true rewards ``(N,)``, episode numbers ``(N,)``."""
+
+    def __init__(self, path: str) -> None:
+        with np.load(path) as data:  # plain arrays: np.load runs no code without allow_pickle
+            self.frames, self.rewards, self.episodes = data["frames"], data["rewards"], data["episodes"]
+            self.agent_steps = int(data["agent_steps"])
+        self.name = os.path.basename(path)[:-len(".npz")]
+
+    def clips(self, length: int) -> list[tuple[int, int]]:
+        """``(start, end)`` of every clip of ``length`` consecutive steps within one episode, back to back."""
+        out = []
+        for e in np.unique(self.episodes):
+            idx = np.flatnonzero(self.episodes == e)
+            out += [(int(s), int(s) + length) for s in range(idx[0], idx[-1] + 2 - length, length)]
+        return out
+
+
+def load_recordings(directory: str) -> list[Recording]:
+    paths = sorted(glob.glob(os.path.join(directory, "*.npz")))
+    if not paths:
+        sys.exit(f"error: no recordings (*.npz) in {directory}: make them with the record subcommand")
+    return sorted((Recording(p) for p in paths), key=lambda r: r.agent_steps)
+
+
+# -- labels ------------------------------------------------------------------------------------------------------
+
+def make_labels(policies: str, out: str, n_labels: int, length: int, weights: list[float] | None, seed: int) -> None:
+    """Pairs of clips from the recordings (policy ``i`` drawn with probability ``weights[i]``), labelled by a
+    perfect synthetic teacher, saved as a database ``drlhp train-reward`` reads."""
+    from drlhp.clips.segments import Segment
+    from drlhp.labelling.labellers import SyntheticTeacher
+    from drlhp.reward.pref_db import PrefBuffer
+
+    recordings = load_recordings(policies)
+    weights = weights or [1.0] * len(recordings)
+    if len(weights) != len(recordings):
+        sys.exit(f"error: {len(weights)} weights for {len(recordings)} recordings")
+    rng, teacher = random.Random(seed), SyntheticTeacher()
+    clips = [(r, c) for r in recordings for c in r.clips(length)]
+    by_policy = [[c for c in clips if c[0] is r] for r in recordings]
+    buffer = PrefBuffer(n_labels, 0.2)
+    segments: dict[tuple[str, int], Segment] = {}
+
+    def segment(rec: Recording, span: tuple[int, int]) -> Segment:
+        key = (rec.name, span[0])
+        if key not in segments:
+            segments[key] = Segment(len(segments), rec.frames[span[0]:span[1]],
+                                    rec.rewards[span[0]:span[1]].astype(np.float64))
+        return segments[key]
+
+    while buffer.n_received < n_labels:
+        a, b = (rng.choice(by_policy[rng.choices(range(len(recordings)), weights)[0]]) for _ in range(2))
+        if a == b:
+            continue
+        label = teacher.answer(a[0].rewards[a[1][0]:a[1][1]], b[0].rewards[b[1][0]:b[1][1]], rng)
+        if label is not None:
+            buffer.add(segment(*a), segment(*b), label)
+    os.makedirs(out, exist_ok=True)
+    buffer.save(out)
+    labels = np.array([label for _, _, label in buffer.train_db.prefs])
+    print(f"{out}: {n_labels} labels of {len(segments)} clips from {len(recordings)} policies; "
+          f"{np.mean(labels == 0.5):.0%} ties", flush=True)
+
+
+# -- measure -----------------------------------------------------------------------------------------------------
+
+def pearson(x: np.ndarray, y: np.ndarray) -> float:
+    """Pearson's r; 0 where either side does not vary (a flat reward carries no signal)."""
+    if len(x) < 2 or np.std(x) == 0 or np.std(y) == 0:
+        return 0.0
+    return float(np.corrcoef(x, y)[0, 1])
+
+
+def spearman(x: np.ndarray, y: np.ndarray) -> float:
+    return pearson(ranks(np.asarray(x)), ranks(np.asarray(y)))
+
+
+def ranks(x: np.ndarray) -> np.ndarray:
+    """Ranks with ties averaged (Pong's true reward is mostly 0)."""
+    order = np.argsort(x, kind="stable")
+    sorted_x = x[order]
+    starts = np.r_[0, np.flatnonzero(np.diff(sorted_x)) + 1]
+    ends = np.r_[starts[1:], len(x)]
+    r = np.empty(len(x))
+    for s, e in zip(starts, ends):
+        r[order[s:e]] = (s + e - 1) / 2
+    return r
+
+
+def window_sums(values: np.ndarray, episodes: np.ndarray, width: int) -> np.ndarray:
+    """Sums over consecutive windows of ``width`` steps that lie within one episode."""
+    sums = []
+    for e in np.unique(episodes):
+        v = values[episodes == e]
+        n = len(v) // width * width
+        sums.append(v[:n].reshape(-1, width).sum(axis=1))
+    return np.concatenate(sums) if sums else np.zeros(0)
+
+
+def discounted_to_go(values: np.ndarray, episodes: np.ndarray, gamma: float) -> np.ndarray:
+    out = np.empty(len(values))
+    for e in np.unique(episodes):
+        idx = np.flatnonzero(episodes == e)
+        acc = 0.0
+        for i in idx[::-1]:
+            acc = values[i] + gamma * acc
+            out[i] = acc
+    return out
+
+
+def complete_episode_returns(values: np.ndarray, episodes: np.ndarray) -> np.ndarray:
+    """Returns of the episodes that ended in the recording (its last one may have been cut off)."""
+    return np.array([values[episodes == e].sum() for e in np.unique(episodes)[:-1]])
+
+
+def noise_share(predicted: np.ndarray, true: np.ndarray, episodes: np.ndarray, lags: int = SHAPING_LAGS) -> float:
+    """1 - R^2 of the best least-squares fit of ``predicted`` by the true reward ``lags`` steps either side."""
+    if np.std(predicted) == 0:
+        return 1.0
+    columns = []
+    for k in range(-lags, lags + 1):
+        shifted = np.zeros(len(true))
+        for e in np.unique(episodes):  # no credit across an episode's end
+            idx = np.flatnonzero(episodes == e)
+            src = idx + k
+            ok = (src >= idx[0]) & (src <= idx[-1])
+            shifted[idx[ok]] = true[src[ok]]
+        columns.append(shifted)
+    x = np.column_stack([np.ones(len(true)), *columns])
+    coef, *_ = np.linalg.lstsq(x, predicted, rcond=None)
+    residual = predicted - x @ coef
+    return float(residual.var() / predicted.var())
+
+
+def signal_metrics(predicted: np.ndarray, true: np.ndarray, episodes: np.ndarray) -> dict[str, float]:
+    return {
+        "rho_1": spearman(predicted, true),
+        **{f"r_{w}": pearson(window_sums(predicted, episodes, w), window_sums(true, episodes, w)) for w in WINDOWS},
+        "r_episode": pearson(complete_episode_returns(predicted, episodes), complete_episode_returns(true, episodes)),
+        "r_disc": pearson(discounted_to_go(predicted, episodes, GAMMA), discounted_to_go(true, episodes, GAMMA)),
+        "noise": noise_share(predicted, true, episodes),
+    }
+
+
+def measure(checkpoint: str, recordings: list[Recording]) -> dict[str, float]:
+    """The metrics over all recordings together (episodes kept apart), plus how the policies are ordered."""
+    from drlhp.reward.predictor import RewardPredictor
+    from drlhp.storage.layout import LogDir, checkpoint_path
+
+    if os.path.isdir(LogDir(checkpoint).checkpoint_dir):
+        checkpoint = LogDir(checkpoint).checkpoint_dir
+    predictor = RewardPredictor.load(checkpoint_path(checkpoint) if os.path.isdir(checkpoint) else checkpoint)
+    predicted, true, episodes, rates = [], [], [], []
+    for i, rec in enumerate(recordings):
+        p = predictor.normalised_rewards(rec.frames)
+        predicted.append(p)
+        true.append(rec.rewards.astype(np.float64))
+        episodes.append(rec.episodes + 1_000_000 * i)  # one policy's episodes never join another's
+        rates.append((p.mean(), rec.rewards.mean()))
+    metrics = signal_metrics(np.concatenate(predicted), np.concatenate(true), np.concatenate(episodes))
+    metrics["policy_rho"] = spearman(np.array([r[0] for r in rates]), np.array([r[1] for r in rates]))
+    return metrics
+
+
+COLUMNS = ("r_disc", "r_100", "r_25", "rho_1", "r_episode", "policy_rho", "noise")
+
+
+def print_table(rows: dict[str, dict[str, float]]) -> None:
+    width = max(len(name) for name in rows)
+    print(f"{'checkpoint':<{width}}  " + "  ".join(f"{c:>10}" for c in COLUMNS))
+    for name, metrics in rows.items():
+        print(f"{name:<{width}}  " + "  ".join(f"{metrics[c]:>10.3f}" for c in COLUMNS), flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    rec = sub.add_parser("record", help="play saved agents and keep what they saw")
+    rec.add_argument("agent_dir", help="an examples run's agent/ directory with agent_<steps>.pt (--keep-agents)")
+    rec.add_argument("--out", required=True)
+    rec.add_argument("--agents", type=int, nargs="*", help="agent steps of the agents to play (nearest kept)")
+    rec.add_argument("--steps", type=int, default=3000, help="agent steps to play each (default: 3000)")
+    rec.add_argument("--seed", type=int, default=100, help="env and policy seed (default: 100, not a run's)")
+    lab = sub.add_parser("labels", help="synthetic labels of clips of the recordings")
+    lab.add_argument("policies", help="a directory of recordings")
+    lab.add_argument("--out", required=True)
+    lab.add_argument("--labels", type=int, default=3000)
+    lab.add_argument("--segment-length", type=int, default=25)
+    lab.add_argument("--weights", type=float, nargs="*",
+                     help="how often each policy's clips are drawn, in the order of their agent steps (default: even)")
+    lab.add_argument("--seed", type=int, default=0)
+    mea = sub.add_parser("measure", help="score reward checkpoints on the recordings")
+    mea.add_argument("checkpoints", nargs="+", help="reward_predictor.ckpt files, their directories or log_dirs")
+    mea.add_argument("--policies", required=True, help="a directory of recordings")
+    mea.add_argument("--per-policy", action="store_true", help="also a row per checkpoint and policy")
+    args = parser.parse_args()
+    if args.command == "record":
+        record(args.agent_dir, args.out, args.agents, args.steps, args.seed)
+    elif args.command == "labels":
+        make_labels(args.policies, args.out, args.labels, args.segment_length, args.weights, args.seed)
+    else:
+        recordings = load_recordings(args.policies)
+        print("recordings:", ", ".join(f"{r.name} ({r.rewards.sum():+.0f} in {len(r.rewards)} steps)"
+                                       for r in recordings))
+        rows = {}
+        for ckpt in args.checkpoints:
+            rows[ckpt] = measure(ckpt, recordings)
+            if args.per_policy:
+                for rec in recordings:
+                    rows[f"  {rec.name}"] = {**measure(ckpt, [rec]), "policy_rho": float("nan")}
+        print_table(rows)
+
+
+if __name__ == "__main__":
+    main()

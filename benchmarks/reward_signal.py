@@ -122,9 +122,11 @@ def load_recordings(directory: str) -> list[Recording]:
 
 # -- labels ------------------------------------------------------------------------------------------------------
 
-def make_labels(policies: str, out: str, n_labels: int, length: int, weights: list[float] | None, seed: int) -> None:
+def make_labels(policies: str, out: str, n_labels: int, length: int, weights: list[float] | None, seed: int,
+                drop_ties: bool = False) -> None:
     """Pairs of clips from the recordings (policy ``i`` drawn with probability ``weights[i]``), labelled by a
-    perfect synthetic teacher, saved as a database ``drlhp train-reward`` reads."""
+    perfect synthetic teacher (``drop_ties``: pairs it calls equally good are not kept), saved as a database
+    ``drlhp train-reward`` reads."""
     from drlhp.clips.segments import Segment
     from drlhp.labelling.labellers import SyntheticTeacher
     from drlhp.reward.pref_db import PrefBuffer
@@ -151,7 +153,7 @@ def make_labels(policies: str, out: str, n_labels: int, length: int, weights: li
         if a == b:
             continue
         label = teacher.answer(a[0].rewards[a[1][0]:a[1][1]], b[0].rewards[b[1][0]:b[1][1]], rng)
-        if label is not None:
+        if label is not None and not (drop_ties and label == 0.5):
             buffer.add(segment(*a), segment(*b), label)
     os.makedirs(out, exist_ok=True)
     buffer.save(out)
@@ -287,6 +289,7 @@ def main() -> None:
     lab.add_argument("--weights", type=float, nargs="*",
                      help="how often each policy's clips are drawn, in the order of their agent steps (default: even)")
     lab.add_argument("--seed", type=int, default=0)
+    lab.add_argument("--drop-ties", action="store_true", help="keep only pairs with a better clip")
     mea = sub.add_parser("measure", help="score reward checkpoints on the recordings")
     mea.add_argument("checkpoints", nargs="+", help="reward_predictor.ckpt files, their directories or log_dirs")
     mea.add_argument("--policies", required=True, help="a directory of recordings")
@@ -295,7 +298,7 @@ def main() -> None:
     if args.command == "record":
         record(args.agent_dir, args.out, args.agents, args.steps, args.seed)
     elif args.command == "labels":
-        make_labels(args.policies, args.out, args.labels, args.segment_length, args.weights, args.seed)
+        make_labels(args.policies, args.out, args.labels, args.segment_length, args.weights, args.seed, args.drop_ties)
     else:
         recordings = load_recordings(args.policies)
         print("recordings:", ", ".join(f"{r.name} ({r.rewards.sum():+.0f} in {len(r.rewards)} steps)"

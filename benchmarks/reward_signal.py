@@ -1,16 +1,24 @@
 """How well a reward checkpoint's predicted reward tracks the true one where the agent will be: an offline
 measure of the reward *signal* (not of the labels' accuracy), minutes instead of an hour of RL.
 
-Three steps, each a subcommand:
+Three steps, each a subcommand. The recordings of step 1 are committed (``benchmarks/results/pong/policies/``:
+six agents of a true-reward PPO run at seed 0, from 50k to 1M agent steps), so steps 2 and 3 need no RL:
 
     # 1. play saved agents of different skill (an examples run with --keep-agents) and keep what they saw
-    python benchmarks/reward_signal.py record lc_pong/true_reward/agent --out benchmarks/results/pong/policies \\
-        --agents 50176 600064 700416 800768 1000448 --steps 3000 --seed 100
-    # 2. synthetic labels of clips of those recordings (a database drlhp train-reward reads)
-    python benchmarks/reward_signal.py labels benchmarks/results/pong/policies --out pong_labels --labels 3000
+    python examples/pong_ppo.py --true-reward --total-timesteps 1000000 --save-every 50000 --keep-agents \
+        --log-dir lc_pong/true_reward
+    AGENTS="50000 400000 550000 700000 850000 1000000"
+    python benchmarks/reward_signal.py record lc_pong/true_reward/agent --agents $AGENTS --steps 5000 \
+        --seed 100 --out benchmarks/results/pong/policies/eval
+    python benchmarks/reward_signal.py record lc_pong/true_reward/agent --agents $AGENTS --steps 10000 \
+        --seed 200 --out benchmarks/results/pong/policies/labels
+    # 2. synthetic labels of clips of the label recordings (a database drlhp train-reward reads); --weights: how
+    #    often each policy's clips are drawn (here: two thirds from the early one, as in a run that loses for long)
+    python benchmarks/reward_signal.py labels benchmarks/results/pong/policies/labels --out lab6_early \
+        --labels 3000 --weights 4 1 1 0.5 0.5 0.5
     # 3. train reward networks on them the way you want to compare, then score each checkpoint
-    drlhp train-reward pong_labels --log-dir rs_atari_bn --batchnorm --ensemble-size 1 --steps 1000
-    python benchmarks/reward_signal.py measure rs_atari_bn rs_other --policies benchmarks/results/pong/policies
+    drlhp train-reward lab6_early --log-dir rs_atari_bn --arch atari --batchnorm --ensemble-size 1 --steps 1000
+    python benchmarks/reward_signal.py measure rs_atari_bn rs_other --policies benchmarks/results/pong/policies/eval
 
 ``measure`` plays nothing: it predicts the reward of every recorded step and compares it with the true
 reward, per policy and over all of them:

@@ -96,7 +96,7 @@ class PreferenceConfig:
         reward_predictor_batchnorm: add batch normalisation after every hidden layer. Atari
             frames need it: on Pong's flat background the network's units die without it.
         reward_net_arch: the reward network for image frames: ``"atari"``, the CNN of Christiano et
-            al. 2017; or ``"keypoints"``, convolutions ending in a spatial softmax that turns each
+            al. 2017; or ``"keypoints"`` (the default), convolutions ending in a spatial softmax that turns each
             channel into an object's coordinates, so rewards that depend on where objects stand
             relative to each other are learned from few labels (give it a few hundred training
             steps before the agent relies on it). Flat vector frames always get an MLP. A pretrained

@@ -36,6 +36,7 @@ from stable_baselines3.common.vec_env import VecEnv
 
 from drlhp.config import PreferenceConfig
 from drlhp.learning_curve import LearningCurveWriter, learning_curve_path, next_session
+from drlhp.reward_predictor import DEFAULT_ARCH
 from drlhp.sb3 import HumanPreferencesLogger, HumanPreferencesVecEnvWrapper
 
 
@@ -62,7 +63,7 @@ class Args:
     pair_selection: str = field(default="disagreement", metadata={
         "help": "disagreement (of the reward ensemble) or random"})
     ensemble_size: int = field(default=3, metadata={"help": "reward networks in the ensemble"})
-    reward_net_arch: str = field(default="atari", metadata={
+    reward_net_arch: str = field(default=DEFAULT_ARCH, metadata={
         "help": "the reward network: atari (Christiano et al.'s CNN) or keypoints (spatial softmax: "
                 "relational rewards)"})
     reward_net_batchnorm: bool = field(default=False, metadata={

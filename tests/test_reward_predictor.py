@@ -253,6 +253,7 @@ def test_a_step_taken_a_few_pairs_per_pass_is_the_same_step():
     results = [t.train_step(clips[0], clips[1], labels) for t in trainers]
     assert_same_in_float32(results[0], results[1])  # (loss, accuracy), summed over the pairs in another order
     # The same gradient (Adam's first step is ~lr * sign(gradient): compare what it was given).
-    pairs = zip(trainers[0].predictor.net.parameters(), trainers[1].predictor.net.parameters())
-    for p, q in pairs:
-        assert_same_in_float32(q.grad, p.grad)
+    # All of them at once: one backward pass rounds every gradient at the scale of the largest terms it sums,
+    # so a tensor whose gradients are all tiny keeps no precision of its own.
+    grads = [torch.cat([p.grad.flatten() for p in t.predictor.net.parameters()]) for t in trainers]
+    assert_same_in_float32(grads[1], grads[0])

@@ -1,6 +1,7 @@
 """The learned reward must track the true reward of the bundled task."""
 import gymnasium
 import numpy as np
+import pytest
 import torch
 from scipy.stats import spearmanr
 
@@ -10,6 +11,7 @@ from drlhp.clips.segments import Segment
 from drlhp.labellers import SyntheticLabeller
 from drlhp.pipeline.clip_cutting import SegmentBuilder
 from drlhp.pref_db import PrefDB
+from drlhp.reward.predictor import ARCHS
 from drlhp.reward.trainer import RewardTrainer
 from drlhp.reward_predictor import NetConfig, RewardPredictor
 
@@ -30,7 +32,14 @@ def random_segments(env, n, length, seed):
     return out
 
 
-def test_learned_reward_ranks_held_out_frames_like_the_true_reward():
+# Train steps each network needs here: the keypoint network starts from a coordinate
+# readout (its untrained ranking is already ~0.7) and needs a few hundred steps to move
+# past it; the CNN starts near 0 and gets there sooner.
+TRAIN_STEPS = {"atari": 120, "keypoints": 200}
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_learned_reward_ranks_held_out_frames_like_the_true_reward(arch):
     torch.manual_seed(0)
     env = gymnasium.make("drlhp/MovingDot-v0")
     train = random_segments(env, 200, 25, seed=1)
@@ -40,11 +49,11 @@ def test_learned_reward_ranks_held_out_frames_like_the_true_reward():
     for _ in range(600):
         a, b = rng.choice(len(train), 2, replace=False)
         db.append(train[a], train[b], labeller.label(train[a], train[b]))
-    trainer = RewardTrainer(RewardPredictor(NetConfig(infer_frame_spec(train[0].frames[0]))))
+    trainer = RewardTrainer(RewardPredictor(NetConfig(infer_frame_spec(train[0].frames[0]), arch=arch)))
     frames = np.concatenate([s.frames for s in held_out])
     true = np.concatenate([s.rewards for s in held_out])
     before = spearmanr(trainer.predictor.raw_rewards(frames), true).statistic
-    for _ in range(120):
+    for _ in range(TRAIN_STEPS[arch]):
         trainer.train_step(*db.batch(rng.integers(0, len(db), 16)))
     after = spearmanr(trainer.predictor.raw_rewards(frames), true).statistic
-    assert after > 0.8, (before, after)
+    assert after > max(0.85, before + 0.1), (before, after)

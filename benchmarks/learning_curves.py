@@ -16,6 +16,11 @@ until the reward predictor is ready) is not counted in agent steps, but it is in
     python benchmarks/learning_curves.py --example pong --out lc_pong            # hours: 10M steps each
     python benchmarks/learning_curves.py --example pong --out lc_pong --resume   # after a stop
     python benchmarks/learning_curves.py --out lc_pong --plot-only               # redraw from what is there
+    python benchmarks/learning_curves.py --example pong --out lc_pong_new \
+        --baseline benchmarks/results/pong/learning_curves.csv                     # only drlhp, against a kept curve
+
+``--baseline`` takes the true-reward curve from a merged CSV this script wrote before (same example, seed and
+settings) instead of running it again: a new drlhp setting is compared with the same baseline, an hour sooner.
 
 Any argument this script does not know goes to the example (e.g. ``--seed 1 --n-envs 4 --label-budget 100``).
 """
@@ -35,6 +40,7 @@ from drlhp.learning_curve import read_learning_curve
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLES = {"moving_dot": "moving_dot_ppo.py", "moving_dot_random_target": "moving_dot_random_target_ppo.py",
             "pong": "pong_ppo.py"}
+TASKS = {"moving_dot": "MovingDot", "moving_dot_random_target": "MovingDot, target at random", "pong": "Pong"}
 RUNS = ("drlhp", "true_reward")
 MERGED_COLUMNS = ("run", "agent_steps", "true_episode_return", "labels", "wall_time_s", "episode_length", "session")
 CONTROLLED = ("--log-dir", "--true-reward", "--resume")  # this script sets them per run
@@ -43,13 +49,16 @@ CONTROLLED = ("--log-dir", "--true-reward", "--resume")  # this script sets them
 def parse_args() -> tuple[argparse.Namespace, list[str]]:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
                                      allow_abbrev=False)
-    parser.add_argument("--example", choices=sorted(EXAMPLES), help="the example to run (not with --plot-only)")
+    parser.add_argument("--example", choices=sorted(EXAMPLES),
+                        help="the example to run (with --plot-only: only names the task in the title)")
     parser.add_argument("--out", required=True, help="directory of the two runs, the merged CSV and the PNG")
     parser.add_argument("--total-timesteps", type=int, help="agent steps of each run (default: the example's)")
     parser.add_argument("--resume", action="store_true", help="continue both runs in --out; skip a finished one")
     parser.add_argument("--side-by-side", action="store_true",
                         help="run the two at the same time (a stop leaves both at about the same step)")
     parser.add_argument("--plot-only", action="store_true", help="only merge and draw the runs already in --out")
+    parser.add_argument("--baseline", help="a merged learning_curves.csv: take the true-reward run from it, run "
+                                           "only drlhp")
     parser.add_argument("--smooth", type=int, default=20, help="episodes in the moving mean drawn (default: 20)")
     parser.add_argument("--random-return", type=float,
                         help="a random policy's return (Pong: -21): also print drlhp's improvement over it as a "
@@ -58,6 +67,8 @@ def parse_args() -> tuple[argparse.Namespace, list[str]]:
     controlled = [a for a in example_args if a.split("=")[0] in CONTROLLED]
     if controlled:
         parser.error(f"{' '.join(controlled)}: this script sets these for each run (see --out, --resume)")
+    if args.baseline and not os.path.isfile(args.baseline):
+        parser.error(f"--baseline {args.baseline}: no such file (a learning_curves.csv this script wrote)")
     if not args.plot_only and args.example is None:
         parser.error("--example is needed to run (or pass --plot-only to draw runs already in --out)")
     return args, example_args
@@ -65,7 +76,8 @@ def parse_args() -> tuple[argparse.Namespace, list[str]]:
 
 def main() -> None:
     args, example_args = parse_args()
-    log_dirs = {run: os.path.join(args.out, run) for run in RUNS}
+    runs = ("drlhp",) if args.baseline else RUNS
+    log_dirs = {run: os.path.join(args.out, run) for run in runs}
     if not args.plot_only:
         existing = [d for d in log_dirs.values() if os.path.exists(d)]
         if existing and not args.resume:
@@ -82,9 +94,12 @@ def main() -> None:
     curves = {run: curve for run, curve in curves.items() if curve is not None}
     if not curves:
         sys.exit(f"error: no learning_curve.csv with rows in {' or '.join(log_dirs.values())}")
+    if args.baseline:
+        curves["true_reward"] = read_baseline(args.baseline)
     summarise(curves, args.smooth, args.random_return)
     print(f"wrote {write_merged(curves, os.path.join(args.out, 'learning_curves.csv'))}")
-    print(f"wrote {draw(curves, os.path.join(args.out, 'learning_curves.png'), args.smooth, args.out)}")
+    task = TASKS.get(args.example, os.path.basename(os.path.normpath(args.out)))
+    print(f"wrote {draw(curves, os.path.join(args.out, 'learning_curves.png'), args.smooth, task)}")
 
 
 def example_command(args: argparse.Namespace, example_args: list[str], run: str, log_dir: str) -> list | None:
@@ -158,6 +173,18 @@ def summarise(curves: dict, window: int, random_return: float | None) -> None:
               f"run's, at {common} agent steps: {ratio:.2f}")
 
 
+def read_baseline(path: str) -> dict[str, np.ndarray]:
+    """The true-reward run's rows of a merged learning_curves.csv, as arrays by column."""
+    with open(path, newline="") as f:
+        rows = [r for r in csv.DictReader(f) if r["run"] == "true_reward"]
+    if not rows:
+        sys.exit(f"error: --baseline {path} has no true_reward rows (a learning_curves.csv this script wrote)")
+    rows.sort(key=lambda r: int(r["agent_steps"]))
+    curve = {key: np.array([float(r[key]) for r in rows]) for key in MERGED_COLUMNS if key != "run"}
+    curve["run"] = np.array([r["run"] for r in rows])
+    return curve
+
+
 def write_merged(curves: dict, path: str) -> str:
     """Both runs' current rows in one CSV, run by run."""
     with open(path, "w", newline="") as f:
@@ -172,7 +199,7 @@ def write_merged(curves: dict, path: str) -> str:
     return path
 
 
-def draw(curves: dict, path: str, window: int, title: str) -> str:
+def draw(curves: dict, path: str, window: int, task: str) -> str:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -187,7 +214,7 @@ def draw(curves: dict, path: str, window: int, title: str) -> str:
         run_handles, labels_ax = plot_learning_curve(ax, curve, names[run], color, window, labels_ax, legend=False)
         handles += run_handles
     ax.legend(handles=handles, loc="lower right", fontsize=8)
-    ax.set_title(f"true episode return by agent step: {os.path.abspath(title)}", fontsize=10)
+    ax.set_title(f"{task}: true episode return by agent step", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)

@@ -28,10 +28,10 @@ from dot_clips import clip_stream, random_pairs
 
 from drlhp.clips.frames import infer_frame_spec
 from drlhp.labellers import SyntheticTeacher
-from drlhp.pipeline.workers import SharedStats
 from drlhp.pref_db import PrefBuffer
 from drlhp.reward.training_loop import RewardTrainingLoop, TrainerConfig
 from drlhp.reward_predictor import NetConfig
+from drlhp.runtime.workers import SharedStats
 
 # name: (ensemble members, batch size, lr, dropout, noise_prob, torch threads)
 SETTINGS = {

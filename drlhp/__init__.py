@@ -14,9 +14,9 @@ from drlhp.frontends.base import PREDICTED_REWARD_KEY, TRUE_REWARD_KEY
 from drlhp.frontends.env_wrapper import HumanPreferencesEnvWrapper
 from drlhp.frontends.vector import HumanPreferencesVectorWrapper
 from drlhp.labelling.labellers import SyntheticTeacher
-from drlhp.pipeline.preference_pipeline import PreferencePipeline
+from drlhp.labels.pref_db import PrefBuffer, PrefDB
 from drlhp.reward.predictor import RewardPredictor
-from drlhp.reward.pref_db import PrefBuffer, PrefDB
+from drlhp.runtime.pipeline import PreferencePipeline
 
 __version__ = "0.1.0"
 

@@ -98,7 +98,7 @@ def test_the_graph_is_read():
     graph = import_graph()
     assert "drlhp.reward.predictor" in graph["drlhp.reward_predictor"]  # a re-export module
     assert "drlhp.reward.inference" in graph["drlhp.reward.predictor"]
-    assert "drlhp.labelling.human" in graph["drlhp.pipeline.preference_pipeline"]  # imported inside a function
+    assert "drlhp.labelling.human" in graph["drlhp.runtime.pipeline"]  # imported inside a function
     assert "drlhp.labelling.web.pool" not in graph["drlhp.labelling.interface"]  # under TYPE_CHECKING only
 
 

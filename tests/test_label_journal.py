@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from drlhp.clips.segments import Segment, pack
-from drlhp.labelling.journal import JournalWriter, read_journal
+from drlhp.labels.journal import JournalWriter, read_journal
 from drlhp.pref_db import PrefBuffer
 from drlhp.storage.layout import LogDir
 

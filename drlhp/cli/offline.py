@@ -18,7 +18,7 @@ from typing import Callable, cast
 import numpy as np
 
 from drlhp.clips.frames import check_format, infer_frame_spec
-from drlhp.pipeline.workers import SharedStats
+from drlhp.labels.pref_db import PrefBuffer, clip_format
 from drlhp.reward.predictor import (
     DEFAULT_ARCH,
     DEFAULT_ENSEMBLE_SIZE,
@@ -26,11 +26,11 @@ from drlhp.reward.predictor import (
     NetConfig,
     RewardPredictor,
 )
-from drlhp.reward.pref_db import PrefBuffer, clip_format
 from drlhp.reward.tensorboard_log import require_tensorboard
 from drlhp.reward.torch_setup import set_up_torch
 from drlhp.reward.trainer import RewardTrainer
 from drlhp.reward.training_loop import RewardTrainingLoop, TrainerConfig
+from drlhp.runtime.workers import SharedStats
 from drlhp.storage.layout import LogDir, checkpoint_path
 from drlhp.storage.lock import LogDirLock
 

@@ -9,8 +9,8 @@ import numpy as np
 
 from drlhp.cli.learning_curve import read_learning_curve, smooth
 from drlhp.cli.offline import spearman
+from drlhp.labels.pref_db import PrefBuffer
 from drlhp.reward.predictor import RewardPredictor
-from drlhp.reward.pref_db import PrefBuffer
 from drlhp.storage.layout import LogDir
 
 RECENT_CLIPS = 300

@@ -1,6 +1,6 @@
 """Clips (segments) of frames as every process holds them: plain, or with their frames compressed.
 
-Cutting the observation stream into clips is ``drlhp.pipeline.clip_cutting``'s job.
+Cutting the observation stream into clips is ``drlhp.clips.cutting``'s job.
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """A runner's end of a cluster's preference pipeline: clips out to the service, reward weights in.
 
-It has the per-step interface of ``drlhp.pipeline.preference_pipeline.PreferencePipeline`` (``step``,
+It has the per-step interface of ``drlhp.runtime.pipeline.PreferencePipeline`` (``step``,
 ``end_episode``, ``close``, ...), so drlhp's own front-ends drive it unchanged
 (``drlhp.cluster.runner_env``). Nothing on the step path waits on the network:
 
@@ -23,9 +23,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from drlhp.clips.cutting import EpisodeClips
 from drlhp.cluster.clip_stream import PackedClip, RateCap
 from drlhp.cluster.service import import_ray, service_actor
-from drlhp.pipeline.clip_cutting import EpisodeClips
 from drlhp.reward.predictor import RewardPredictor
 from drlhp.reward.torch_setup import set_up_torch
 

@@ -25,9 +25,9 @@ from drlhp.clips.frames import FrameSpec, infer_frame_spec
 from drlhp.cluster.clip_stream import PackedClip, RateCap
 from drlhp.config import PreferenceConfig
 from drlhp.errors import PreferenceServiceDied
-from drlhp.pipeline.preference_pipeline import PreferencePipeline
-from drlhp.pipeline.workers import WorkerError
 from drlhp.reward.torch_setup import set_up_torch
+from drlhp.runtime.pipeline import PreferencePipeline
+from drlhp.runtime.workers import WorkerError
 
 if TYPE_CHECKING:
     from drlhp.reward.predictor import RewardPredictor

@@ -8,7 +8,7 @@ import numpy as np
 
 from drlhp.clips.frames import FrameSpec, infer_frame_spec
 from drlhp.config import PreferenceConfig
-from drlhp.pipeline.preference_pipeline import PreferencePipeline
+from drlhp.runtime.pipeline import PreferencePipeline
 
 TRUE_REWARD_KEY = "drlhp_true_reward"
 """``info`` key holding the environment's own reward of every step."""

@@ -7,7 +7,7 @@ most (``drlhp.labelling.pair_selection``), or a random one. A labeller answers o
 time (synthetic, window + terminal, yours), or -- the web page -- takes pairs into a
 pool that many people work on at once, answers coming back as they are given
 (``serve_concurrently``). Each label is written to the
-label journal (``drlhp.labelling.journal``) before the next pair is asked, then goes
+label journal (``drlhp.labels.journal``) before the next pair is asked, then goes
 to the trainer process on a bounded queue with blocking puts, so a label is
 never dropped; a clip travels once, compressed, before the first label that uses it.
 """
@@ -22,13 +22,13 @@ from typing import TYPE_CHECKING, Protocol, cast
 
 from drlhp.clips.segments import PackedSegment, Segment, pack
 from drlhp.config import PreferenceConfig, worker_settings
-from drlhp.labelling.journal import JournalWriter
 from drlhp.labelling.labellers import Labeller, SyntheticLabeller, SyntheticTeacher
 from drlhp.labelling.pair_selection import DisagreementScorer
 from drlhp.labelling.schedule import LabelSchedule
-from drlhp.pipeline.messages import ForgetSegment, Preference, RunStart, SegmentData
-from drlhp.pipeline.segment_channel import SegmentChannel
+from drlhp.labels.journal import JournalWriter
 from drlhp.reward.torch_setup import set_up_torch
+from drlhp.runtime.messages import ForgetSegment, Preference, RunStart, SegmentData
+from drlhp.runtime.segment_channel import SegmentChannel
 
 if TYPE_CHECKING:
     from drlhp.labelling.human import HumanConfig

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from drlhp.clips.segments import Segment
-from drlhp.pipeline.checkpoint_watch import CheckpointWatch
+from drlhp.storage.checkpoint_watch import CheckpointWatch
 
 if TYPE_CHECKING:
     from drlhp.reward.predictor import RewardPredictor

@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING
 
 from drlhp.clips.frames import check_format
 from drlhp.clips.segments import PackedSegment
-from drlhp.labelling.journal import remove_journal
-from drlhp.pipeline.messages import ForgetSegment, Preference, PrefsSaved, RunStart, SegmentData
-from drlhp.reward.pref_db import PrefBuffer
+from drlhp.labels.journal import remove_journal
+from drlhp.labels.pref_db import PrefBuffer
+from drlhp.runtime.messages import ForgetSegment, Preference, PrefsSaved, RunStart, SegmentData
 from drlhp.storage.run_dir import refuse_earlier_labels
 
 if TYPE_CHECKING:

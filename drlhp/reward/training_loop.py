@@ -22,16 +22,16 @@ import numpy as np
 from drlhp.clips.frames import FrameSpec
 from drlhp.config import PreferenceConfig, worker_settings
 from drlhp.errors import WorkerError
-from drlhp.pipeline.messages import RunStart, SavePrefs, TrainerFailed, TrainerReady
+from drlhp.labels.pref_db import PrefDBFormatError
 from drlhp.reward.augment import Augmentation
 from drlhp.reward.bootstrap import member_batches
 from drlhp.reward.label_intake import LabelIntake
 from drlhp.reward.normaliser import MIN_STD, RewardNormaliser
 from drlhp.reward.predictor import NetConfig, RewardPredictor, check_checkpoint_frames
-from drlhp.reward.pref_db import PrefDBFormatError
 from drlhp.reward.tensorboard_log import ScalarLog
 from drlhp.reward.torch_setup import set_up_torch
 from drlhp.reward.trainer import RewardTrainer, adapted_l2
+from drlhp.runtime.messages import RunStart, SavePrefs, TrainerFailed, TrainerReady
 from drlhp.storage.files import append_csv_row
 from drlhp.storage.layout import LogDir
 from drlhp.storage.lock import LogDirInUseError, LogDirLock

@@ -12,7 +12,7 @@ not timed) after the labels. Versions 1 (raw frames, gzip
 level 1) and 2 are still read.
 The header's ``n_labels`` is how many labels the run had when the file was
 written: the journal's labels from there on are replayed on top of it
-(``drlhp.labelling.journal``).
+(``drlhp.labels.journal``).
 """
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ import numpy as np
 
 from drlhp.clips.segments import PackedSegment, Segment, pack
 from drlhp.errors import PrefDBFormatError
-from drlhp.labelling.journal import read_journal
+from drlhp.labels.journal import read_journal
 from drlhp.storage.files import atomic_write
 from drlhp.storage.layout import LogDir
 

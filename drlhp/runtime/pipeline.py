@@ -48,16 +48,16 @@ from typing import Any
 
 import numpy as np
 
+from drlhp.clips.cutting import EpisodeClips
 from drlhp.clips.frames import FrameSpec
 from drlhp.config import PreferenceConfig
 from drlhp.labelling.interface import InterfaceConfig
-from drlhp.pipeline.background import BackgroundProcesses
-from drlhp.pipeline.checkpoint_watch import CheckpointWatch
-from drlhp.pipeline.clip_cutting import EpisodeClips
-from drlhp.pipeline.segment_channel import SegmentChannel
 from drlhp.reward.predictor import RewardPredictor, check_checkpoint_frames
 from drlhp.reward.torch_setup import set_up_torch
 from drlhp.reward.training_loop import TrainerConfig
+from drlhp.runtime.background import BackgroundProcesses
+from drlhp.runtime.segment_channel import SegmentChannel
+from drlhp.storage.checkpoint_watch import CheckpointWatch
 from drlhp.storage.layout import LogDir, checkpoint_path
 
 log = logging.getLogger("drlhp")

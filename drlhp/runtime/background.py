@@ -1,8 +1,8 @@
 """The two background processes of one pipeline: started, watched, asked to save, stopped.
 
-``PreferencePipeline`` (``drlhp.pipeline.preference_pipeline``) streams clips and serves rewards;
+``PreferencePipeline`` (``drlhp.runtime.pipeline``) streams clips and serves rewards;
 this is its other job: the preference-interface and reward-training processes, the queues
-between them, and their lifecycle. How any one worker process runs: ``drlhp.pipeline.workers``.
+between them, and their lifecycle. How any one worker process runs: ``drlhp.runtime.workers``.
 """
 from __future__ import annotations
 
@@ -20,10 +20,10 @@ from typing import Any, TypeVar
 from drlhp.clips.frames import FrameSpec
 from drlhp.config import PreferenceConfig
 from drlhp.labelling.interface import InterfaceConfig, run_pref_interface
-from drlhp.pipeline.messages import PrefsSaved, SavePrefs, TrainerFailed, TrainerReady
-from drlhp.pipeline.segment_channel import SegmentChannel
-from drlhp.pipeline.workers import SharedStats, StopFlag, WorkerError, Workers
 from drlhp.reward.training_loop import TrainerConfig, run_reward_trainer
+from drlhp.runtime.messages import PrefsSaved, SavePrefs, TrainerFailed, TrainerReady
+from drlhp.runtime.segment_channel import SegmentChannel
+from drlhp.runtime.workers import SharedStats, StopFlag, WorkerError, Workers
 
 log = logging.getLogger("drlhp")
 Reply = TypeVar("Reply", TrainerReady, PrefsSaved)

@@ -1,6 +1,6 @@
 """Starting, watching and stopping drlhp's two background processes.
 
-The picture of what flows between them is in ``drlhp.pipeline.preference_pipeline``, which owns
+The picture of what flows between them is in ``drlhp.runtime.pipeline``, which owns
 them; this module is how any one of them is run.
 
 Every worker runs ``_worker_main``: it ignores Ctrl-C (the main process decides

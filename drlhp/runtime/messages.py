@@ -1,4 +1,4 @@
-"""The small messages the processes exchange (see ``drlhp.pipeline.workers`` for who sends what)."""
+"""The small messages the processes exchange (see ``drlhp.runtime.workers`` for who sends what)."""
 from __future__ import annotations
 
 from typing import NamedTuple

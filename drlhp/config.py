@@ -4,7 +4,7 @@
 ``drlhp.sb3.HumanPreferencesVecEnvWrapper`` all accept these as keyword
 arguments (or a ready ``config=PreferenceConfig(...)``), so a setting has one
 name, one default and one check whatever the front-end. Each background process's
-settings are derived from them by ``worker_settings``, so none is copied by hand.
+settings are derived from them in one place (``drlhp.runtime.settings``).
 """
 from __future__ import annotations
 
@@ -12,9 +12,8 @@ import dataclasses
 import logging
 import multiprocessing
 import os
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable
 
 import numpy as np
 
@@ -22,13 +21,13 @@ from drlhp.labelling.labellers import Labeller, SyntheticTeacher
 from drlhp.labelling.pair_selection import SELECTIONS
 from drlhp.labelling.schedule import LabelSchedule
 from drlhp.reward.augment import Augmentation
-from drlhp.reward.predictor import ARCHS, DEFAULT_ARCH, DEFAULT_ENSEMBLE_SIZE
+from drlhp.reward.predictor import ARCHS, DEFAULT_ARCH, DEFAULT_DROPOUT, DEFAULT_ENSEMBLE_SIZE
 from drlhp.reward.tensorboard_log import require_tensorboard
+from drlhp.reward.torch_setup import check_device_name
 from drlhp.storage.layout import checkpoint_path
 from drlhp.storage.run_dir import can_resume
 
 LABELLING = ("terminal", "web")
-WorkerSettings = TypeVar("WorkerSettings")
 
 
 @dataclass(frozen=True)
@@ -95,6 +94,9 @@ class PreferenceConfig:
             its dense layers only).
         reward_predictor_batchnorm: add batch normalisation after every hidden layer. Atari
             frames need it: on Pong's flat background the network's units die without it.
+        reward_predictor_device: the torch device the reward network trains on: ``"cpu"``,
+            ``"auto"`` (CUDA where torch finds it, else the CPU) or a device such as ``"cuda:1"``.
+            Every process loads its checkpoints on the CPU, so the env steps never wait on a GPU.
         reward_net_arch: the reward network for image frames: ``"atari"``, the CNN of Christiano et
             al. 2017; or ``"keypoints"`` (the default), convolutions ending in a spatial softmax that turns each
             channel into an object's coordinates, so rewards that depend on where objects stand
@@ -181,8 +183,9 @@ class PreferenceConfig:
     reward_predictor_ckpt_interval: int = 100
     reward_predictor_lr: float = 1e-3
     reward_predictor_batch_size: int = 8
-    reward_predictor_dropout: float = 0.2
+    reward_predictor_dropout: float = DEFAULT_DROPOUT
     reward_predictor_batchnorm: bool = False
+    reward_predictor_device: str = "cpu"
     reward_net_arch: str = DEFAULT_ARCH
     augment_shift: int = 0
     temporal_crop_min_length: int | None = None
@@ -249,26 +252,6 @@ class PreferenceConfig:
         return dataclasses.replace(config, **kwargs) if config is not None else cls(**kwargs)
 
 
-def worker_settings(cls: type[WorkerSettings], config: PreferenceConfig, renamed: Mapping[str, str],
-                    **derived: Any) -> WorkerSettings:
-    """The settings dataclass ``cls`` of a background process, filled in from the run's ``config``.
-
-    Each field of ``cls`` takes, in this order: its value in ``derived``; the ``config`` setting
-    (field or property) that ``renamed`` names for it; the ``config`` setting of its own name;
-    else its default. So a setting added to both classes under one name reaches the worker
-    without another line of code.
-    """
-    values = dict(derived)
-    for f in dataclasses.fields(cls):  # type: ignore[arg-type]  # cls is a dataclass; TypeVar cannot say so
-        if f.name in values:
-            continue
-        if f.name in renamed:
-            values[f.name] = getattr(config, renamed[f.name])
-        elif hasattr(config, f.name):
-            values[f.name] = getattr(config, f.name)
-    return cls(**values)
-
-
 def _check(c: PreferenceConfig) -> None:
     def need(cond: bool, msg: str) -> None:
         if not cond:
@@ -289,6 +272,7 @@ def _check(c: PreferenceConfig) -> None:
     need(c.pair_selection in SELECTIONS, f"pair_selection must be one of {SELECTIONS}, got {c.pair_selection!r}")
     need(c.n_candidate_pairs >= 1, f"n_candidate_pairs must be >= 1, got {c.n_candidate_pairs}")
     need(c.reward_predictor_weight_decay >= 0, "reward_predictor_weight_decay must be >= 0")
+    check_device_name(c.reward_predictor_device)
     need(not c.adaptive_l2 or c.reward_predictor_weight_decay > 0, "adaptive_l2 scales reward_predictor_weight_decay "
          "up and down, so it must start above 0 (e.g. 1e-4), or pass adaptive_l2=False")
     need(c.segment_queue_size is None or c.segment_queue_size >= 1,

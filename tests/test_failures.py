@@ -204,7 +204,7 @@ def test_a_stop_flag_can_be_set_after_a_process_polling_it_was_sigkilled():
     import multiprocessing
     import threading
 
-    from drlhp.runtime.workers import StopFlag
+    from drlhp.runtime.shared import StopFlag
 
     ctx = multiprocessing.get_context("spawn")
     for _ in range(3):

@@ -5,8 +5,8 @@ import pytest
 
 from drlhp.clips.segments import Segment
 from drlhp.labellers import SyntheticLabeller
+from drlhp.labels.stream import ForgetSegment, Preference, SegmentData
 from drlhp.pref_interface import PrefInterface
-from drlhp.runtime.messages import ForgetSegment, Preference, SegmentData
 
 
 def seg(i, ret):

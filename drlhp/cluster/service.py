@@ -24,10 +24,9 @@ from typing import TYPE_CHECKING, Any
 from drlhp.clips.frames import FrameSpec, infer_frame_spec
 from drlhp.cluster.clip_stream import PackedClip, RateCap
 from drlhp.config import PreferenceConfig
-from drlhp.errors import PreferenceServiceDied
+from drlhp.errors import PreferenceServiceDied, WorkerError
 from drlhp.reward.torch_setup import set_up_torch
 from drlhp.runtime.pipeline import PreferencePipeline
-from drlhp.runtime.workers import WorkerError
 
 if TYPE_CHECKING:
     from drlhp.reward.predictor import RewardPredictor

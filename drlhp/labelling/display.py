@@ -18,6 +18,13 @@ CAPTION_PX = 28
 PROGRESS_PX = 6
 
 
+def require_images(spec: FrameSpec, who: str) -> None:
+    """Raise ``ValueError`` unless frames of ``spec`` are images a person can be shown (``who`` shows them)."""
+    if not spec.is_image:
+        raise ValueError(f"{who} needs image observations to show; pass obs_transform_func= returning an image "
+                         "(HxW, HxWxC, CxHxW or SxHxWxC)")
+
+
 def displayable(frame: np.ndarray, spec: FrameSpec) -> np.ndarray:
     """One frame as an RGB uint8 image (H, W, 3).
 

@@ -58,3 +58,8 @@ class LabelSchedule:
         integral, t0 = _RATE_INTEGRALS[self.kind], self.t0 or self.horizon
         done = integral(min(env_steps, self.horizon) / t0) / integral(self.horizon / t0)
         return self.initial + math.floor((self.budget - self.initial) * done + 1e-9)
+
+
+def labels_remaining(budget: int | None, asked: int) -> int | None:
+    """What is left of a label ``budget`` once ``asked`` pairs were asked (a skipped pair counts); None: no budget."""
+    return None if budget is None else max(0, budget - asked)

@@ -84,7 +84,7 @@ class MemberMajorConv:
         flat = torch.where(outside, n * m * c * hw, flat)
         if self.kernel_last:
             flat = flat.permute(0, 2, 3, 1, 4, 5, 6)
-        return flat.reshape(-1)
+        return flat.reshape(-1).to(self.weight.device)
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         n = x.shape[2] // (self.h * self.w) if self.member_major_input else x.shape[0]

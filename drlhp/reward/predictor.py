@@ -55,6 +55,8 @@ KEYPOINT_CHANNELS = 16
 DEFAULT_KEYPOINT_TEMPERATURE = 0.1
 #: Reward networks in an ensemble by default (Christiano et al. 2017 use 3).
 DEFAULT_ENSEMBLE_SIZE = 3
+#: Dropout probability after each hidden layer by default (the keypoint network: its dense layers only).
+DEFAULT_DROPOUT = 0.2
 
 
 @dataclass(frozen=True)
@@ -62,7 +64,7 @@ class NetConfig:
     """Everything needed to rebuild a reward network (stored in each checkpoint)."""
 
     frame_spec: FrameSpec
-    dropout: float = 0.2
+    dropout: float = DEFAULT_DROPOUT
     batchnorm: bool = False
     hidden: int = 64
     n_members: int = 1
@@ -219,8 +221,21 @@ class RewardPredictor:
         self.net = net if net is not None else build_reward_net(config)
         self.normaliser = normaliser or RewardNormaliser(mean=(0.0,) * config.n_members, std=(1.0,) * config.n_members)
         self.training_step = training_step
-        self._ops = inference_ops(self.net, config.frame_spec.net_input_shape)
-        self._ops_one_frame = inference_ops(self.net, config.frame_spec.net_input_shape, one_frame=True)
+        self.device = torch.device("cpu")  # where the network is (see ``to``)
+        self._off_cpu = False
+        self._build_ops()
+
+    def _build_ops(self) -> None:
+        self._ops = inference_ops(self.net, self.config.frame_spec.net_input_shape)
+        self._ops_one_frame = inference_ops(self.net, self.config.frame_spec.net_input_shape, one_frame=True)
+
+    def to(self, device: torch.device | str) -> RewardPredictor:
+        """Move the network to ``device`` (a GPU to train on, say); rewards still come back as NumPy arrays."""
+        self.device = torch.device(device)
+        self._off_cpu = self.device.type != "cpu"
+        self.net.to(self.device)
+        self._build_ops()  # the fast path holds views of the weights and buffers that moving replaced
+        return self
 
     @property
     def n_members(self) -> int:
@@ -231,9 +246,11 @@ class RewardPredictor:
         if self.net.training:  # the trainer's steps leave batchnorm in training mode; eval() costs ~0.15 ms
             self.net.eval()
         x = frames_to_net_input(frames, self.config.frame_spec)
+        if self._off_cpu:
+            x = x.to(self.device)
         for op in self._ops_one_frame if len(frames) == 1 else self._ops:
             x = op(x)
-        return x
+        return x.cpu() if self._off_cpu else x
 
     @torch.inference_mode()
     def member_rewards(self, frames: np.ndarray, batch_size: int = 200) -> np.ndarray:

@@ -101,7 +101,7 @@ class RewardTrainer:
         """Each member's returns ``(M, n)`` of its own pairs: frames ``(M, n, length, ...)``, shifted when training."""
         m, n = frames_a.shape[:2]
         both = np.concatenate([frames_a, frames_b], axis=1).reshape(-1, *frames_a.shape[3:])
-        x = frames_to_net_input(both, self.predictor.config.frame_spec)
+        x = frames_to_net_input(both, self.predictor.config.frame_spec).to(self.predictor.device)
         if self.augmentation.shift and x.dim() == 4:
             x = random_shift(x, frames_a.shape[2], self.augmentation.shift, self.generator)
         returns = segment_returns(self.predictor.net, members_input(x.view(m, -1, *x.shape[1:])), 2 * n)
@@ -111,7 +111,8 @@ class RewardTrainer:
         """Every member's returns ``(n, M)`` of the same pairs: frames ``(n, length, ...)``."""
         n = len(frames_a)
         both = np.concatenate([frames_a, frames_b]).reshape(-1, *frames_a.shape[2:])
-        x = member_input(frames_to_net_input(both, self.predictor.config.frame_spec), self.n_members)
+        x = member_input(frames_to_net_input(both, self.predictor.config.frame_spec).to(self.predictor.device),
+                         self.n_members)
         returns = segment_returns(self.predictor.net, x, 2 * n)
         return returns[:n], returns[n:]
 
@@ -140,11 +141,11 @@ class RewardTrainer:
         for part in self._passes(n):
             ra, rb = self._member_returns(frames_a[:, part], frames_b[:, part])
             # Summed over members (each learns at full strength from its own pairs), a mean over pairs.
-            part_loss = preference_loss(ra, rb, torch.from_numpy(labels[:, part]), self.noise_prob) * (
-                self.n_members * ra.shape[1] / n)
+            part_labels = torch.from_numpy(labels[:, part]).to(self.predictor.device)
+            part_loss = preference_loss(ra, rb, part_labels, self.noise_prob) * (self.n_members * ra.shape[1] / n)
             part_loss.backward()
             loss += part_loss.item() / self.n_members
-            returns.append((ra.detach(), rb.detach()))
+            returns.append((ra.detach().cpu(), rb.detach().cpu()))
         if unlabelled is not None and self.augmentation.pseudo_label_threshold is not None:
             self._pseudo_label_gradients(*unlabelled)
         self.optimizer.step()
@@ -183,7 +184,7 @@ class RewardTrainer:
         for frames_a, frames_b, labels in batches:
             returns += [self._shared_returns(frames_a[part], frames_b[part]) for part in self._passes(len(labels))]
             all_labels.append(labels)
-        ra, rb = torch.cat([a for a, _ in returns]), torch.cat([b for _, b in returns])  # (n, M)
+        ra, rb = torch.cat([a for a, _ in returns]).cpu(), torch.cat([b for _, b in returns]).cpu()  # (n, M)
         target = torch.from_numpy(np.concatenate(all_labels))
         loss = preference_loss(ra, rb, target[:, None].expand_as(ra), self.noise_prob)
         weights = torch.tensor(self.predictor.normaliser.member_weights, dtype=ra.dtype)

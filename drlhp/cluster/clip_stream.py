@@ -1,7 +1,7 @@
 """What travels from env runners to the preference service: a capped, compressed stream of clips.
 
-A Pong runner cuts ~100 clips/s of 0.7 MB each; the service needs a pool of a few
-hundred recent candidates and a person labels a pair every few seconds. So each
+A Pong runner cuts more than a hundred clips a second, 0.7 MB each (docs/benchmarks.md); the
+service needs a pool of a few hundred recent candidates and a person labels a pair every few seconds. So each
 runner keeps only its share of a cluster-wide rate (``RateCap``) and sends the
 clips it keeps zlib-compressed (``PackedClip``: about 80x smaller for Pong).
 """

@@ -8,9 +8,9 @@ the labeller answered uniformly at random (Christiano et al. 2017 use 0.1).
 The members of an ensemble (the paper uses 3) are one network with grouped
 layers: member ``m`` owns channel group ``m`` of every convolution and slice
 ``m`` of every dense layer, so all members run in one call of each layer: the
-env process's batch-1 forward pass (``drlhp.reward.inference``) costs 1.3–1.6 times one
-member's (``benchmarks/ensemble_forward.py``), where separate networks would cost
-M times the per-layer call overhead that dominates small batches.
+env process's batch-1 forward pass (``drlhp.reward.inference``) costs little more than one
+member's (``benchmarks/ensemble_forward.py``, docs/benchmarks.md), where separate networks
+would cost M times the per-layer call overhead that dominates small batches.
 """
 from __future__ import annotations
 
@@ -243,7 +243,7 @@ class RewardPredictor:
         return self.config.n_members
 
     def _forward(self, frames: np.ndarray) -> torch.Tensor:
-        if self.net.training:  # the trainer's steps leave batchnorm in training mode; eval() costs ~0.15 ms
+        if self.net.training:  # the trainer's steps leave batchnorm in training mode; eval() walks every module
             self.net.eval()
         x = frames_to_net_input(frames, self.config.frame_spec)
         if self._off_cpu:

@@ -59,12 +59,9 @@ class RewardTrainer:
     A batch goes through the network ``pairs_per_pass`` pairs at a time, gradients
     summed over the passes: the same step as one pass (but for batchnorm statistics,
     which then come from one pass's frames), with a fraction of the memory and no
-    slower. Measured on one thread, one network, 16 Pong pairs (25 x 84x84x4): one
-    pass 0.47 s and 621 MiB peak RSS; 4 pairs per pass 0.33 s and 428 MiB. An
-    ensemble's members share a pass (as channels), so by default a pass takes
-    4 // M pairs of each member: for 3 members, 8 Pong pairs each, 0.61 s a step in
-    passes of 1 pair against 0.84 s in passes of 4, and a full Pong database's
-    trainer at 0.49 GiB peak against 0.72 GiB.
+    slower. An ensemble's members share a pass (as channels), so by default a pass
+    takes 4 // M pairs of each member: a pass holds the frames of 4 pairs whatever M
+    is, which kept the trainer's memory and step time down (docs/benchmarks.md, "Memory").
     """
 
     def __init__(self, predictor: RewardPredictor, lr: float = 3e-4, noise_prob: float = 0.0,
@@ -176,8 +173,8 @@ class RewardTrainer:
 
         The loss is the members' mean; the accuracy is the ensemble's, judged on the
         return the agent is rewarded with (the members' normalised rewards, averaged).
-        Pass the pairs a batch at a time (a generator): 128 Pong pairs unpacked at
-        once would need ~2 GB.
+        Pass the pairs a batch at a time (a generator): a validation set of Pong pairs
+        unpacked at once takes gigabytes (docs/benchmarks.md, "Memory").
         """
         self.predictor.net.eval()
         returns, all_labels = [], []

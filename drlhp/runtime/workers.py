@@ -146,7 +146,7 @@ class Workers:
         """Raise ``WorkerError`` if a worker has died without being asked to stop.
 
         Runs on every env step: one ``select`` on the cached sentinels, where
-        ``multiprocessing.connection.wait`` would build a selector per call.
+        ``multiprocessing.connection.wait`` would build a selector per call (docs/benchmarks.md).
         """
         if not self._watched:
             return

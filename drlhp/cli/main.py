@@ -131,8 +131,11 @@ def _setting(parser: argparse.ArgumentParser, names: list[str], flag: str, name:
     """A flag for ``PreferenceConfig``'s setting ``name``, with its default (said in the help); adds ``name`` to
     ``names``."""
     default = getattr(DEFAULTS, name)
-    shown = "" if kwargs.get("action") else f" (default: {default})"
-    parser.add_argument(flag, dest=name, default=default, help=f"{help}{shown}".strip() or None, **kwargs)
+    if not kwargs.get("action"):  # a flag with a value: its default said, its value named after the flag
+        help = f"{help} (default: {default})".strip()
+        if "choices" not in kwargs:
+            kwargs.setdefault("metavar", flag.lstrip("-").upper().replace("-", "_"))
+    parser.add_argument(flag, dest=name, default=default, help=help, **kwargs)
     names.append(name)
 
 
@@ -169,21 +172,22 @@ def build_parser() -> argparse.ArgumentParser:
     length.add_argument("--epochs", type=float, help="passes over the training pairs")
     p.add_argument("--log-dir", default=f"drlhp_logs/train_reward/{stamp}", help="checkpoints and metrics")
     settings: list[str] = []  # the flags that are the wrappers' settings, passed on by name
-    _setting(p, settings, "--batch-size", "reward_predictor_batch_size", type=int)
-    _setting(p, settings, "--lr", "reward_predictor_lr", type=float)
+    _setting(p, settings, "--batch-size", "reward_predictor_batch_size", type=int,
+             help="labelled pairs per training step")
+    _setting(p, settings, "--lr", "reward_predictor_lr", type=float, help="Adam's learning rate")
     _setting(p, settings, "--ckpt-interval", "reward_predictor_ckpt_interval", type=int,
              help="checkpoint (and validate) every this many steps")
-    _setting(p, settings, "--dropout", "reward_predictor_dropout", type=float)
-    _setting(p, settings, "--ensemble-size", "ensemble_size", type=int)
+    _setting(p, settings, "--dropout", "reward_predictor_dropout", type=float, help="dropout probability")
+    _setting(p, settings, "--ensemble-size", "ensemble_size", type=int, help="reward networks in the ensemble")
     _setting(p, settings, "--batchnorm", "reward_predictor_batchnorm", action="store_true",
              help="batch normalisation")
     _setting(p, settings, "--arch", "reward_net_arch", choices=ARCHS, help="the reward network for images")
     _setting(p, settings, "--augment-shift", "augment_shift", type=int,
-             help="random shifts of the clips, in pixels (0: off)")
+             help="random shifts of the clips, in pixels; 0: off")
     _setting(p, settings, "--temporal-crop-min-length", "temporal_crop_min_length", type=int,
              help="temporal crops to at least this many frames")
     _setting(p, settings, "--pseudo-label-threshold", "pseudo_label_threshold", type=float,
-             help="SURF pseudo-labels this sure (None: off)")
+             help="SURF pseudo-labels this sure; None: off")
     p.add_argument("--threads", type=int, default=None, help="torch threads (default: all cores)")
     _setting(p, settings, "--device", "reward_predictor_device",
              help="the torch device to train on: cpu, auto (CUDA where available) or e.g. cuda:1")
@@ -191,10 +195,10 @@ def build_parser() -> argparse.ArgumentParser:
              help="L2 penalty (its starting value with adaptive L2)")
     _setting(p, settings, "--no-adaptive-l2", "adaptive_l2", action="store_false",
              help="keep the L2 penalty fixed instead of steering val/train loss into 1.1-1.5")
-    _setting(p, settings, "--noise-prob", "noise_prob", type=float)
+    _setting(p, settings, "--noise-prob", "noise_prob", type=float, help="assumed share of random answers")
     _setting(p, settings, "--val-fraction", "val_fraction", type=float,
              help="used to route journaled labels not yet in a snapshot")
-    _setting(p, settings, "--seed", "seed", type=int)
+    _setting(p, settings, "--seed", "seed", type=int, help="seeds the sampling of pairs")
     _setting(p, settings, "--tensorboard-log", "tensorboard_log",
              help="also write TensorBoard scalars under this directory")
     p.set_defaults(run=cmd_train_reward, settings=settings)

@@ -4,10 +4,10 @@ One pipeline serves all N envs of a vector env: two processes, one database, one
 one window and one prompt for a person, whatever N is. The front-ends only translate their env
 API's conventions (autoreset, terminal observations, info formats) into ``step()`` calls on this
 class. Each step's clips are cut per env (``drlhp.clips.cutting``) and go to the preference
-interface through shared memory (``drlhp.runtime.segment_channel``); the two processes are
-``drlhp.runtime.workers``'; between steps a cheap check notices each new checkpoint, then the N
-frames of a step go through the reward network in one batch. The picture of the whole:
-docs/architecture.md.
+interface through shared memory (``drlhp.runtime.segment_channel``); ``drlhp.runtime.workers``
+starts, watches and stops the two processes. Between steps a cheap check notices each new
+checkpoint; the N frames of a step go through the reward network in one batch. The picture of
+the whole: docs/architecture.md.
 """
 from __future__ import annotations
 

@@ -9,7 +9,24 @@ The bundled envs ``"drlhp/MovingDot-v0"`` and ``"drlhp/MovingDotRandomTarget-v0"
 import gymnasium
 
 from drlhp.config import PreferenceConfig
-from drlhp.errors import CheckpointFormatError, LogDirHasLabelsError, LogDirInUseError, PrefDBFormatError, WorkerError
+from drlhp.errors import (
+    CheckpointFormatError,
+    ConfigError,
+    DrlhpError,
+    FileFormatError,
+    InvalidAnswer,
+    LogDirHasLabelsError,
+    LogDirInUseError,
+    MissingExtraError,
+    MissingFileError,
+    NoDisplayError,
+    NoLabelsError,
+    ObservationError,
+    PrefDBFormatError,
+    UnknownSettingError,
+    UsageError,
+    WorkerError,
+)
 from drlhp.frontends.base import PREDICTED_REWARD_KEY, TRUE_REWARD_KEY
 from drlhp.frontends.env_wrapper import HumanPreferencesEnvWrapper
 from drlhp.frontends.vector import HumanPreferencesVectorWrapper
@@ -28,6 +45,9 @@ if "drlhp/MovingDot-v0" not in gymnasium.registry:
 
 __all__ = [
     "HumanPreferencesEnvWrapper", "HumanPreferencesVectorWrapper", "PreferenceConfig", "PreferencePipeline",
-    "RewardPredictor", "SyntheticTeacher", "PrefDB", "PrefBuffer", "PrefDBFormatError", "CheckpointFormatError",
-    "WorkerError", "LogDirInUseError", "LogDirHasLabelsError", "TRUE_REWARD_KEY", "PREDICTED_REWARD_KEY",
+    "RewardPredictor", "SyntheticTeacher", "PrefDB", "PrefBuffer", "TRUE_REWARD_KEY", "PREDICTED_REWARD_KEY",
+    # the errors (drlhp.errors), DrlhpError the root of them all
+    "DrlhpError", "ConfigError", "UnknownSettingError", "MissingExtraError", "NoDisplayError", "ObservationError",
+    "UsageError", "MissingFileError", "NoLabelsError", "FileFormatError", "PrefDBFormatError",
+    "CheckpointFormatError", "WorkerError", "LogDirInUseError", "LogDirHasLabelsError", "InvalidAnswer",
 ]

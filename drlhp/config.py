@@ -13,21 +13,24 @@ import logging
 import multiprocessing
 import os
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Literal, get_args
 
 import numpy as np
 
+from drlhp.errors import ConfigError, MissingExtraError, UnknownSettingError
 from drlhp.labelling.labellers import Labeller, SyntheticTeacher
-from drlhp.labelling.pair_selection import SELECTIONS
-from drlhp.labelling.schedule import LabelSchedule
+from drlhp.labelling.pair_selection import SELECTIONS, PairSelection
+from drlhp.labelling.schedule import LabelSchedule, ScheduleKind
 from drlhp.reward.augment import Augmentation
-from drlhp.reward.predictor import ARCHS, DEFAULT_ARCH, DEFAULT_DROPOUT, DEFAULT_ENSEMBLE_SIZE
+from drlhp.reward.predictor import ARCHS, DEFAULT_ARCH, DEFAULT_DROPOUT, DEFAULT_ENSEMBLE_SIZE, RewardNetArch
 from drlhp.reward.tensorboard_log import require_tensorboard
 from drlhp.reward.torch_setup import check_device_name
 from drlhp.storage.layout import checkpoint_path
 from drlhp.storage.run_dir import can_resume
 
-LABELLING = ("terminal", "web")
+#: How people label (``PreferenceConfig.labelling``).
+Labelling = Literal["terminal", "web"]
+LABELLING: tuple[Labelling, ...] = get_args(Labelling)
 
 
 @dataclass(frozen=True)
@@ -158,7 +161,7 @@ class PreferenceConfig:
 
     segment_length: int = 25
     synthetic_preferences: bool = True
-    labelling: str = "terminal"
+    labelling: Labelling = "terminal"
     web_host: str = "127.0.0.1"
     web_port: int = 8765
     web_pair_timeout: float = 120.0
@@ -171,10 +174,10 @@ class PreferenceConfig:
     obs_transform_func: Callable[[Any], np.ndarray] | None = None
     n_initial_prefs: int = 40
     label_budget: int | None = 1000
-    label_schedule: str = "hyperbolic"
+    label_schedule: ScheduleKind = "hyperbolic"
     label_schedule_steps: int = 1_000_000
     label_schedule_t0: int | None = None
-    pair_selection: str = "disagreement"
+    pair_selection: PairSelection = "disagreement"
     n_candidate_pairs: int = 64
     synthetic_teacher: SyntheticTeacher = SyntheticTeacher()
     n_initial_training_steps: int = 50
@@ -186,7 +189,7 @@ class PreferenceConfig:
     reward_predictor_dropout: float = DEFAULT_DROPOUT
     reward_predictor_batchnorm: bool = False
     reward_predictor_device: str = "cpu"
-    reward_net_arch: str = DEFAULT_ARCH
+    reward_net_arch: RewardNetArch = DEFAULT_ARCH
     augment_shift: int = 0
     temporal_crop_min_length: int | None = None
     pseudo_label_threshold: float | None = None
@@ -247,7 +250,7 @@ class PreferenceConfig:
         names = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(kwargs) - names)
         if unknown:
-            raise TypeError(f"unknown drlhp argument(s) {unknown}; the arguments are the fields of "
+            raise UnknownSettingError(f"unknown drlhp argument(s) {unknown}; the arguments are the fields of "
                             f"drlhp.PreferenceConfig: {sorted(names)}")
         return dataclasses.replace(config, **kwargs) if config is not None else cls(**kwargs)
 
@@ -255,7 +258,7 @@ class PreferenceConfig:
 def _check(c: PreferenceConfig) -> None:
     def need(cond: bool, msg: str) -> None:
         if not cond:
-            raise ValueError(msg)
+            raise ConfigError(msg)
 
     need(c.segment_length >= 1, f"segment_length must be >= 1, got {c.segment_length}")
     need(0.0 <= c.val_fraction < 1.0, f"val_fraction must be in [0, 1), got {c.val_fraction}")
@@ -306,7 +309,7 @@ def _check(c: PreferenceConfig) -> None:
     if c.web_labelling:
         _require_web()
     if c._people_label and (c.display_fps <= 0 or (c.display_zoom is not None and c.display_zoom < 1)):
-        raise ValueError(f"display_fps must be > 0 and display_zoom >= 1, got {c.display_fps}, {c.display_zoom}")
+        raise ConfigError(f"display_fps must be > 0 and display_zoom >= 1, got {c.display_fps}, {c.display_zoom}")
 
 
 def _require_web() -> None:
@@ -314,4 +317,5 @@ def _require_web() -> None:
         import aiohttp  # noqa: F401
         import PIL  # noqa: F401
     except ImportError as e:
-        raise ImportError('labelling="web" serves a page with aiohttp and Pillow: pip install "drlhp[web]"') from e
+        raise MissingExtraError('labelling="web" serves a page with aiohttp and Pillow: '
+                                'pip install "drlhp[web]"') from e

@@ -118,7 +118,7 @@ def test_the_graph_is_read():
     assert "drlhp.reward.predictor" in graph["drlhp.reward_predictor"]  # a re-export module
     assert "drlhp.reward.inference" in graph["drlhp.reward.predictor"]
     assert "drlhp.labelling.web.labeller" in graph["drlhp.runtime.interface_process"]  # imported inside a function
-    assert "drlhp.labelling.web.pool" in graph["drlhp.labelling.interface"]  # under TYPE_CHECKING only
+    assert "drlhp.labelling.web.pool" in graph["drlhp.labelling.labellers"]  # under TYPE_CHECKING only
     assert all(layer_of(m) in LAYERS for m in graph)  # every module has a layer
 
 

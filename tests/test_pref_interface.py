@@ -130,7 +130,6 @@ def test_a_concurrent_labeller_gets_pairs_on_offer_and_its_answers_are_recorded(
 
     class Page:  # the web page's part of the labeller's interface, answering whatever is on offer
         pairs_per_segment = None
-        concurrent = True
 
         def __init__(self):
             self.offered, self.progress, self.closed = [], None, False
@@ -186,3 +185,54 @@ def test_a_labeller_that_shows_episodes_is_shown_each_one_as_it_ends():
     for i, episode in enumerate([0, 0, 0, 1]):
         iface.receive(Segment(i, frames, rewards, episode, 0))
     assert watcher.episodes == [6]  # episode 0's three clips of two frames, once episode 1 began
+
+
+class LongerClipWins:
+    """A labeller of a user's own, as docs/labelling.md shows one: only Labeller's three members."""
+
+    pairs_per_segment = 1.0
+
+    def __init__(self):
+        self.closed = False
+
+    def label(self, a, b):
+        return 0.5 if a.rewards.sum() == b.rewards.sum() else float(a.rewards.sum() > b.rewards.sum())
+
+    def close(self):
+        self.closed = True
+
+
+def test_a_users_own_labeller_meets_the_labeller_protocol_and_nothing_more_is_asked_of_it():
+    from drlhp.labellers import ConcurrentLabeller, Labeller, ServesPage, ShowsEpisodes, TimesAnswers
+
+    mine = LongerClipWins()
+    assert isinstance(mine, Labeller)
+    assert not isinstance(mine, (ShowsEpisodes, TimesAnswers, ConcurrentLabeller, ServesPage))
+    out = queue.Queue()
+    iface = PrefInterface(mine, out, max_segs=10, seed=0)
+    assert not iface.concurrent
+    for i, episode in enumerate([0, 0, 1, 1]):  # an episode ends: nothing to show it to, no error
+        iface.receive(Segment(i, np.zeros((2, 3, 3), np.uint8), np.full(2, float(i)), episode, 0))
+        iface.step(env_steps=i)
+    labels = [m for m in out.queue if isinstance(m, Preference)]
+    assert len(labels) == 3 and all(m.labeller == "LongerClipWins" and m.seconds is None for m in labels)
+    iface.close()
+    assert mine.closed
+
+
+def test_the_built_in_labellers_declare_what_the_interface_asks_of_them():
+    from drlhp.labellers import ConcurrentLabeller, Labeller, ServesPage, ShowsEpisodes, TimesAnswers
+    from drlhp.labelling.human import HumanLabeller
+
+    synthetic = SyntheticLabeller()
+    assert isinstance(synthetic, Labeller) and not isinstance(synthetic, (ShowsEpisodes, ConcurrentLabeller))
+    person = object.__new__(HumanLabeller)  # its __init__ opens a window and a terminal
+    person.last_seconds = None
+    assert isinstance(person, ShowsEpisodes) and isinstance(person, TimesAnswers)
+    assert not isinstance(person, ConcurrentLabeller)
+    pytest.importorskip("aiohttp")
+    from drlhp.labelling.web.labeller import WebLabeller
+
+    page = object.__new__(WebLabeller)  # its __init__ starts the web server
+    page.url = "http://127.0.0.1:1/?token=t"
+    assert isinstance(page, ConcurrentLabeller) and isinstance(page, ServesPage) and isinstance(page, ShowsEpisodes)

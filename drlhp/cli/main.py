@@ -19,6 +19,7 @@ import time
 from tqdm import tqdm
 
 from drlhp.config import PreferenceConfig
+from drlhp.errors import ConfigError
 from drlhp.reward.predictor import ARCHS
 from drlhp.storage.layout import LogDir
 
@@ -66,7 +67,7 @@ def cmd_collect(args) -> None:
         bar.get().update(min(n, args.labels) - bar.get().n)
 
     if args.synthetic and args.web:
-        raise ValueError("choose one of --synthetic and --web")
+        raise ConfigError("choose one of --synthetic and --web")
     # A person answering in this terminal: the questions count the pairs, a bar would overwrite them.
     in_terminal = not (args.synthetic or args.web)
     paths = collect(args.env_id, args.log_dir, args.labels, args.policy, args.algo,

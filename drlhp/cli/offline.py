@@ -17,6 +17,7 @@ import numpy as np
 
 from drlhp.clips.frames import check_format, infer_frame_spec
 from drlhp.config import PreferenceConfig
+from drlhp.errors import ConfigError, MissingFileError, NoLabelsError
 from drlhp.labels.pref_db import PrefBuffer, clip_format
 from drlhp.reward.learner import Learner
 from drlhp.reward.metrics import MetricsLog
@@ -42,7 +43,7 @@ def train_reward(prefs_dir: str, log_dir: str, steps: int | None = None, epochs:
     progress. Returns the last row of the metrics CSV.
     """
     if (steps is None) == (epochs is None):
-        raise ValueError("give either steps or epochs")
+        raise ConfigError("give either steps or epochs")
     shape, dtype = clip_format(prefs_dir)
     config = PreferenceConfig(prefs_dir=prefs_dir, log_dir=log_dir, collect_prefs=False, train_reward=True,
                               **settings)
@@ -56,7 +57,7 @@ def train_reward(prefs_dir: str, log_dir: str, steps: int | None = None, epochs:
         labels = PrefBuffer.load(prefs_dir, config.max_prefs_in_db, config.val_fraction)
         train_db, val_db = labels.train_db, labels.val_db
         if len(train_db) == 0:
-            raise ValueError(f"{prefs_dir!r} has no training pairs")
+            raise NoLabelsError(f"{prefs_dir!r} has no training pairs")
         total = steps if steps is not None else math.ceil(
             cast(float, epochs) * len(train_db) / config.reward_predictor_batch_size)
         set_aside_earlier_logs(log_dir)
@@ -95,7 +96,7 @@ def evaluate_reward(checkpoint: str, prefs_dir: str, split: str = "val", batch_s
         checkpoint = LogDir(checkpoint).checkpoint_dir
     path = checkpoint_path(checkpoint)
     if not os.path.isfile(path):
-        raise FileNotFoundError(f"no checkpoint at {path}: pass a reward_predictor.ckpt, the directory holding it, "
+        raise MissingFileError(f"no checkpoint at {path}: pass a reward_predictor.ckpt, the directory holding it, "
                                 "or the log_dir of a run that trained one")
     predictor = RewardPredictor.load(path)
     buffer = PrefBuffer.load_all(prefs_dir)
@@ -107,7 +108,7 @@ def evaluate_reward(checkpoint: str, prefs_dir: str, split: str = "val", batch_s
                  "Evaluate it on labels of the env and obs_transform_func it was trained with.")
     n_pairs = sum(len(db) for db in dbs)
     if n_pairs == 0:
-        raise ValueError(f"{prefs_dir!r} has no {split} pairs")
+        raise NoLabelsError(f"{prefs_dir!r} has no {split} pairs")
 
     clips = [seg for db in dbs for seg in db.segments.values()]
     total, report = n_pairs + len(clips), on_progress or (lambda done, total: None)

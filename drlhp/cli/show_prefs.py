@@ -16,11 +16,11 @@ from collections import Counter
 
 from drlhp.clips.frames import infer_frame_spec
 from drlhp.config import PreferenceConfig
+from drlhp.labelling.answers import LABEL_NAMES
 from drlhp.labelling.display import auto_zoom, compose_pair, display_problem, displayable
 from drlhp.labels.pref_db import PrefBuffer, PrefDB
 from drlhp.storage.layout import TRAIN_FILE, VAL_FILE
 
-LABEL_NAMES = {1.0: "LEFT better", 0.0: "RIGHT better", 0.5: "equally good"}
 WINDOW = "drlhp: saved preference"
 
 

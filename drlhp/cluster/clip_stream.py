@@ -14,6 +14,7 @@ from typing import Callable
 import numpy as np
 
 from drlhp.clips.segments import pack_frames, unpack_frames
+from drlhp.errors import ConfigError
 
 
 class RateCap:
@@ -25,7 +26,7 @@ class RateCap:
 
     def __init__(self, rate: float, burst: float = 1.0, clock: Callable[[], float] = time.monotonic) -> None:
         if rate <= 0:
-            raise ValueError(f"a clip rate must be > 0 clips/s, got {rate}")
+            raise ConfigError(f"a clip rate must be > 0 clips/s, got {rate}")
         self.rate, self.burst, self._clock = rate, max(1.0, burst), clock
         self._tokens, self._last = self.burst, clock()
 

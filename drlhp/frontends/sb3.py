@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from drlhp.errors import MissingExtraError  # before the optional import, to name the extra it needs
+
 try:
     from stable_baselines3.common.callbacks import BaseCallback
     from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 except ImportError as e:  # an optional dependency: say how to get it
-    raise ImportError('drlhp.frontends.sb3 needs Stable-Baselines3: pip install "drlhp[sb3]"') from e
+    raise MissingExtraError('drlhp.frontends.sb3 needs Stable-Baselines3: pip install "drlhp[sb3]"') from e
 
 from drlhp.config import PreferenceConfig
 from drlhp.frontends.base import PREDICTED_REWARD_KEY, TRUE_REWARD_KEY, PipelineFrontEnd

@@ -12,6 +12,7 @@ import sys
 import numpy as np
 
 from drlhp.clips.frames import FrameSpec
+from drlhp.errors import ObservationError
 
 BORDER_PX = 8
 CAPTION_PX = 28
@@ -19,9 +20,9 @@ PROGRESS_PX = 6
 
 
 def require_images(spec: FrameSpec, who: str) -> None:
-    """Raise ``ValueError`` unless frames of ``spec`` are images a person can be shown (``who`` shows them)."""
+    """Raise ``ObservationError`` unless frames of ``spec`` are images a person can be shown (``who`` shows them)."""
     if not spec.is_image:
-        raise ValueError(f"{who} needs image observations to show; pass obs_transform_func= returning an image "
+        raise ObservationError(f"{who} needs image observations to show; pass obs_transform_func= returning an image "
                          "(HxW, HxWxC, CxHxW or SxHxWxC)")
 
 
@@ -33,7 +34,7 @@ def displayable(frame: np.ndarray, spec: FrameSpec) -> np.ndarray:
     last entry of an SxHxWxC stack. Floats are taken to be in [0, 1].
     """
     if spec.layout == "vector":
-        raise ValueError("flat-vector observations cannot be shown to a person; "
+        raise ObservationError("flat-vector observations cannot be shown to a person; "
                          "pass obs_transform_func= returning an image")
     img = frame
     if spec.layout == "SHWC":

@@ -17,6 +17,7 @@ import numpy as np
 
 from drlhp.clips.frames import FrameSpec
 from drlhp.clips.segments import Segment
+from drlhp.errors import InvalidAnswer, MissingExtraError, NoDisplayError
 from drlhp.labelling.display import (
     BORDER_PX,
     auto_zoom,
@@ -27,7 +28,7 @@ from drlhp.labelling.display import (
     require_images,
     zoomed,
 )
-from drlhp.labelling.terminal import HELP, InvalidAnswer, TerminalPrompt, parse_answer, terminal_problem
+from drlhp.labelling.terminal import HELP, TerminalPrompt, parse_answer, terminal_problem
 from drlhp.storage.run_dir import log_human_label
 
 PAIR_WINDOW = "drlhp: which clip is better?"
@@ -53,13 +54,13 @@ def check_can_ask(frame_spec: FrameSpec, terminal: str) -> None:
     require_images(frame_spec, "Labelling in a window")
     problem = display_problem()
     if problem:
-        raise RuntimeError(
+        raise NoDisplayError(
             f"Human preferences show clips in a window, but {problem}. Run on a desktop, with ssh -X, "
             "or under a virtual display (Xvfb :99 & export DISPLAY=:99) and view it with a VNC client; "
             "or collect with synthetic_preferences=True.")
     problem = terminal_problem(terminal)
     if problem:
-        raise RuntimeError(
+        raise NoDisplayError(
             f"Human preferences are typed in a terminal, but {problem}. Start the program from a terminal "
             "(a shell or tmux; stdin may be redirected), or pass human_terminal='/dev/pts/N' naming the "
             "terminal to ask in (`tty` prints a terminal's name).")
@@ -71,11 +72,11 @@ def import_cv2_gui():
     try:
         import cv2
     except ImportError as e:
-        raise ImportError('Human labelling shows clips with OpenCV: pip install "drlhp[gui]" '
+        raise MissingExtraError('Human labelling shows clips with OpenCV: pip install "drlhp[gui]" '
                           "(opencv-python; not opencv-python-headless)") from e
     gui = [line for line in cv2.getBuildInformation().splitlines() if line.strip().startswith("GUI:")]
     if gui and gui[0].split(":", 1)[1].strip().upper() == "NONE":
-        raise ImportError("The installed OpenCV has no GUI (opencv-python-headless?). pip uninstall "
+        raise MissingExtraError("The installed OpenCV has no GUI (opencv-python-headless?). pip uninstall "
                           'opencv-python-headless, then pip install "drlhp[gui]"')
     return cv2
 

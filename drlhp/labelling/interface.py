@@ -13,34 +13,17 @@ from __future__ import annotations
 
 import random
 from collections import OrderedDict, deque
-from typing import TYPE_CHECKING, Protocol, cast
 
 from drlhp.clips.segments import PackedSegment, Segment, pack
-from drlhp.labelling.labellers import Labeller
+from drlhp.errors import ConfigError
+from drlhp.labelling.labellers import ConcurrentLabeller, Labeller, ShowsEpisodes, TimesAnswers
 from drlhp.labelling.pair_selection import DisagreementScorer
 from drlhp.labelling.schedule import LabelSchedule
 from drlhp.labels.journal import JournalWriter
 from drlhp.labels.stream import ForgetSegment, LabelRecord, LabelSink, Preference, SegmentData
 
-if TYPE_CHECKING:
-    from drlhp.labelling.web.pool import Answer
-
 #: Clips of an env's latest episode kept to show a person the whole episode (a labeller with ``show_episode``).
 EPISODE_SEGMENTS = 40
-
-
-class _ConcurrentLabeller(Labeller, Protocol):
-    """A labeller with ``concurrent = True`` (the web page's): it takes pairs on offer and answers them as people do."""
-
-    def offer(self, a: Segment, b: Segment) -> None: ...
-
-    def wants_pairs(self) -> bool: ...
-
-    def take_answers(self) -> list[Answer]: ...
-
-    def set_progress(self, run_labels: int, asked: int) -> None: ...
-
-    def acknowledge(self, answer: Answer) -> None: ...
 
 
 class PrefInterface:
@@ -56,7 +39,7 @@ class PrefInterface:
                  journal: JournalWriter | None = None, next_seq: int = 0, scorer: DisagreementScorer | None = None,
                  n_candidates: int = 64, schedule: LabelSchedule | None = None) -> None:
         if max_segs < 2:
-            raise ValueError(f"max_segs must be >= 2 to form pairs, got {max_segs}")
+            raise ConfigError(f"max_segs must be >= 2 to form pairs, got {max_segs}")
         self.labeller = labeller
         self.out = out
         self.max_segs = max_segs
@@ -66,7 +49,11 @@ class PrefInterface:
         self.n_sent = 0  # labels recorded by this interface
         self.scorer, self.n_candidates = scorer, n_candidates
         self.schedule = schedule if schedule is not None else LabelSchedule(budget=None)
-        self.concurrent = bool(getattr(labeller, "concurrent", False))
+        # What the labeller can do, from the protocols it meets (drlhp.labelling.labellers), found once.
+        self._pool = labeller if isinstance(labeller, ConcurrentLabeller) else None
+        self.concurrent = self._pool is not None  # pairs on offer, answers as they come (not label(a, b))
+        self._watcher = labeller if isinstance(labeller, ShowsEpisodes) else None
+        self._timer = labeller if isinstance(labeller, TimesAnswers) else None
         self.segments: OrderedDict[int, Segment] = OrderedDict()
         # While a person thinks, clips keep arriving; they join the buffer after the answer, so a clip on screen is
         # never forgotten in the middle of its question. Older ones than the buffer holds would be evicted at once.
@@ -83,8 +70,8 @@ class PrefInterface:
         it completes."""
         self._pending.append(seg)
         finished = self._episodes.add(seg)
-        if finished and hasattr(self.labeller, "show_episode"):
-            self.labeller.show_episode([f for s in finished for f in s.frames])
+        if finished and self._watcher is not None:
+            self._watcher.show_episode([f for s in finished for f in s.frames])
 
     def add_segment(self, seg: Segment) -> None:
         """Put a clip in the buffer now, evicting the oldest past ``max_segs``."""
@@ -114,8 +101,8 @@ class PrefInterface:
         """Take in the clips received; then, as the schedule allows after ``env_steps`` env steps, ask about one
         pair (a labeller of one pair at a time) or keep pairs on offer and record the answers (a concurrent one)."""
         self._take_in_pending()
-        if self.concurrent:
-            self._serve(env_steps)
+        if self._pool is not None:
+            self._serve(self._pool, env_steps)
             return
         if self.labeller.pairs_per_segment is None:  # as fast as it answers
             self._owed = 1.0
@@ -128,9 +115,8 @@ class PrefInterface:
         self._owed -= 1
         self.ask(*pair)
 
-    def _serve(self, env_steps: int) -> None:
+    def _serve(self, labeller: ConcurrentLabeller, env_steps: int) -> None:
         """Keep pairs on offer for the labellers working at once; record their answers as they come."""
-        labeller = cast(_ConcurrentLabeller, self.labeller)
         self.record_answers()
         while labeller.wants_pairs() and self.n_asked < self.schedule.allowed(env_steps):
             pair = self.pick_pair()
@@ -143,7 +129,9 @@ class PrefInterface:
 
     def record_answers(self) -> None:
         """Record the answers a concurrent labeller has collected (journal first), then let each browser go on."""
-        labeller = cast(_ConcurrentLabeller, self.labeller)
+        labeller = self._pool
+        if labeller is None:
+            return
         for answer in labeller.take_answers():
             if answer.label is not None:
                 self.record(answer.a, answer.b, answer.label, f"web:{answer.labeller}", answer.seconds)
@@ -191,7 +179,7 @@ class PrefInterface:
         self.mark_asked(a, b)
         label = self.labeller.label(a, b)
         if label is not None:
-            self.record(a, b, label, type(self.labeller).__name__, getattr(self.labeller, "last_seconds", None))
+            self.record(a, b, label, type(self.labeller).__name__, self._timer.last_seconds if self._timer else None)
         return label
 
     def mark_asked(self, a: Segment, b: Segment) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal, get_args
 
 import numpy as np
 
@@ -24,7 +24,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("drlhp.pair_selection")
 
-SELECTIONS = ("disagreement", "random")
+#: How the interface picks the pair to ask (``PreferenceConfig.pair_selection``).
+PairSelection = Literal["disagreement", "random"]
+SELECTIONS: tuple[PairSelection, ...] = get_args(PairSelection)
 
 
 def preference_disagreement(returns_a: np.ndarray, returns_b: np.ndarray) -> np.ndarray:

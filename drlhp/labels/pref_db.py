@@ -28,7 +28,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from drlhp.clips.segments import PackedSegment, Segment, pack
-from drlhp.errors import PrefDBFormatError
+from drlhp.errors import ConfigError, NoLabelsError, PrefDBFormatError
 from drlhp.labels.journal import read_journal
 from drlhp.storage.files import atomic_write
 from drlhp.storage.layout import LogDir
@@ -48,7 +48,7 @@ class PrefDB:
 
     def __init__(self, maxlen: int) -> None:
         if maxlen < 1:
-            raise ValueError(f"maxlen must be >= 1, got {maxlen}")
+            raise ConfigError(f"maxlen must be >= 1, got {maxlen}")
         self.maxlen = maxlen
         self.segments: dict[int, PackedSegment] = {}
         self._refs: dict[int, int] = {}
@@ -214,7 +214,7 @@ class PrefBuffer:
 
     def __init__(self, max_prefs: int, val_fraction: float) -> None:
         if not 0.0 <= val_fraction < 1.0:
-            raise ValueError(f"val_fraction must be in [0, 1), got {val_fraction}")
+            raise ConfigError(f"val_fraction must be in [0, 1), got {val_fraction}")
         n_val = int(round(max_prefs * val_fraction))
         self.train_db = PrefDB(max(1, max_prefs - n_val))
         self.val_db = PrefDB(max(1, n_val))
@@ -258,7 +258,7 @@ class PrefBuffer:
         has_snapshot = [os.path.exists(p) for p in (train_path, val_path)]
         if not all(has_snapshot) and (any(has_snapshot) or not LogDir(directory).journal_files()):
             missing = [os.path.basename(p) for p, ok in zip((train_path, val_path), has_snapshot) if not ok]
-            raise FileNotFoundError(
+            raise NoLabelsError(
                 f"{directory!r} has no {' or '.join(missing)}{'' if any(has_snapshot) else ' and no label journal'}. "
                 "Point prefs_dir at the log_dir of a run that collected labels (where save_prefs() wrote "
                 "train.pkl.gz and val.pkl.gz).")
@@ -293,5 +293,5 @@ def clip_format(directory: str) -> tuple[tuple[int, ...], np.dtype]:
             return tuple(header["segment_shape"]), np.dtype(header["frame_dtype"])
     for rec in read_journal(directory):
         return rec.a.packed_frames[1], rec.a.packed_frames[2]
-    raise FileNotFoundError(f"{directory!r} holds no labelled clips (no train.pkl.gz with pairs, no label journal). "
+    raise NoLabelsError(f"{directory!r} holds no labelled clips (no train.pkl.gz with pairs, no label journal). "
                             "Point it at the log_dir of a run that collected labels.")

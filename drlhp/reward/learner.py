@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from drlhp.errors import NoLabelsError
 from drlhp.labels.pref_db import PrefDB
 from drlhp.reward.augment import Augmentation
 from drlhp.reward.bootstrap import member_batches
@@ -123,7 +124,7 @@ class Learner:
         ``on_step(step)`` is called after each gradient step, before its checkpoint.
         """
         if len(train_db) == 0:
-            raise ValueError("no training pairs to train the reward network on")
+            raise NoLabelsError("no training pairs to train the reward network on")
         c, evaluations = self.config, []
         for _ in range(n_steps):
             idx = member_batches(train_db.prefs, self.trainer.n_members, c.batch_size, self.rng, c.seed or 0)

@@ -19,7 +19,7 @@ import math
 import pickle
 import warnings
 from dataclasses import asdict, dataclass
-from typing import BinaryIO
+from typing import BinaryIO, Literal, cast, get_args
 
 import numpy as np
 import torch
@@ -27,7 +27,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from drlhp.clips.frames import FrameSpec, check_format, frames_to_net_input
-from drlhp.errors import CheckpointFormatError
+from drlhp.errors import CheckpointFormatError, ConfigError, MissingFileError, ObservationError
 from drlhp.reward.inference import inference_ops
 from drlhp.reward.layers import MemberLinear, SpatialSoftmax
 from drlhp.reward.normaliser import RewardNormaliser
@@ -38,11 +38,12 @@ OLD_CHECKPOINT_FORMATS = ("drlhp-reward-predictor-v1",)  # one network, plain Li
 
 #: The image networks (``NetConfig.arch``): ``"atari"``, the CNN of Christiano et al. 2017 (appendix A.2),
 #: and ``"keypoints"``, convolutions ending in a spatial softmax (``drlhp.reward.layers.SpatialSoftmax``).
-ARCHS = ("atari", "keypoints")
+RewardNetArch = Literal["atari", "keypoints"]
+ARCHS: tuple[RewardNetArch, ...] = get_args(RewardNetArch)
 #: The network images get unless asked otherwise: the keypoint network learns relational rewards the Atari
 #: network does not, position rewards as well, and on Pong (with batchnorm) reaches a higher accuracy in the
 #: same training steps with less noise in its reward (docs/results.md, docs/label-efficiency.md).
-DEFAULT_ARCH = "keypoints"
+DEFAULT_ARCH: RewardNetArch = "keypoints"
 # The Atari network of Christiano et al. 2017 (appendix A.2): (kernel, stride) per layer.
 CONV_LAYERS = ((7, 3), (5, 2), (3, 1), (3, 1))
 # Smallest side for which those layers fit unpadded; smaller images use "same" padding.
@@ -68,14 +69,14 @@ class NetConfig:
     batchnorm: bool = False
     hidden: int = 64
     n_members: int = 1
-    arch: str = DEFAULT_ARCH  # images only; checkpoints from before the keypoint network hold no arch: "atari"
+    arch: RewardNetArch = DEFAULT_ARCH  # images only; older checkpoints hold no arch: "atari"
     keypoint_temperature: float = DEFAULT_KEYPOINT_TEMPERATURE  # the keypoint network only
 
     def __post_init__(self) -> None:
         if self.arch not in ARCHS:
-            raise ValueError(f"reward network arch must be one of {ARCHS}, got {self.arch!r}")
+            raise ConfigError(f"reward network arch must be one of {ARCHS}, got {self.arch!r}")
         if not self.keypoint_temperature > 0:
-            raise ValueError(f"keypoint_temperature must be > 0, got {self.keypoint_temperature}")
+            raise ConfigError(f"keypoint_temperature must be > 0, got {self.keypoint_temperature}")
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -84,8 +85,9 @@ class NetConfig:
 
     @classmethod
     def from_dict(cls, d: dict) -> NetConfig:
+        arch = cast(RewardNetArch, str(d.get("arch", "atari")))  # a file's word: __post_init__ checks it
         return cls(FrameSpec.from_dict(d["frame_spec"]), float(d["dropout"]), bool(d["batchnorm"]), int(d["hidden"]),
-                   int(d.get("n_members", 1)), str(d.get("arch", "atari")), float(d.get("keypoint_temperature", 1.0)))
+                   int(d.get("n_members", 1)), arch, float(d.get("keypoint_temperature", 1.0)))
 
 
 def build_reward_net(config: NetConfig) -> nn.Module:
@@ -157,7 +159,8 @@ def _keypoint_body(config: NetConfig, in_shape: tuple) -> list[nn.Module]:
                 layers.append(nn.BatchNorm2d(KEYPOINT_CHANNELS * m))
             layers += [nn.LeakyReLU(0.01), nn.Identity()]
     if min(h, w) < 1:
-        raise ValueError(f"frames of {in_shape[1:]} pixels are too small for the keypoint network; use arch='atari'")
+        raise ObservationError(f"frames of {in_shape[1:]} pixels are too small for the keypoint network; "
+                               "use arch='atari'")
     return layers + [SpatialSoftmax(m, h, w, config.keypoint_temperature)]
 
 
@@ -320,8 +323,9 @@ class RewardPredictor:
                            for (k, v), p in zip(weights.items(), net.state_dict().values())}
             net.load_state_dict(weights)
             return cls(config, net, RewardNormaliser(**state["normaliser"]), int(state["training_step"]))
-        except FileNotFoundError:
-            raise
+        except FileNotFoundError as e:
+            raise MissingFileError(f"no checkpoint at {path}: pass the reward_predictor.ckpt of a run that trained "
+                                   "one") from e
         except Exception as e:  # torch raises many types for a corrupt or foreign file
             raise CheckpointFormatError(
                 f"{path} is not a valid drlhp reward-predictor checkpoint: {_why_unreadable(e)}. "
@@ -338,7 +342,7 @@ def _why_unreadable(e: Exception) -> str:
 
 
 def check_checkpoint_frames(predictor: RewardPredictor, frame_spec: FrameSpec, ckpt: str | None) -> None:
-    """Raise ``ValueError`` unless the network of checkpoint ``ckpt`` takes this env's frames."""
+    """Raise ``ObservationError`` unless the network of checkpoint ``ckpt`` takes this env's frames."""
     spec = predictor.config.frame_spec
     check_format(f"The reward network of checkpoint {ckpt} takes frames", spec.shape, spec.dtype,
                  "this env gives frames", frame_spec.shape, frame_spec.dtype,

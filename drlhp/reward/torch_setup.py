@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from drlhp.errors import ConfigError
+
 if TYPE_CHECKING:
     import torch
 
@@ -25,7 +27,7 @@ def set_up_torch(threads: int | None, seed: int | None = None) -> None:
 
 
 def check_device_name(name: str) -> None:
-    """Raise ``ValueError`` unless ``name`` is ``"auto"`` or a torch device string (``"cpu"``, ``"cuda:1"``)."""
+    """Raise ``ConfigError`` unless ``name`` is ``"auto"`` or a torch device string (``"cpu"``, ``"cuda:1"``)."""
     import torch
 
     if name == AUTO_DEVICE:
@@ -34,7 +36,7 @@ def check_device_name(name: str) -> None:
         torch.device(name)
     except (RuntimeError, TypeError, ValueError) as e:
         why = str(e).splitlines()[0]
-        raise ValueError(f"reward_predictor_device={name!r} is not a torch device ({why}); pass 'cpu' (the "
+        raise ConfigError(f"reward_predictor_device={name!r} is not a torch device ({why}); pass 'cpu' (the "
                          "default), 'auto' (CUDA where available) or a device such as 'cuda' or 'cuda:1'") from None
 
 
@@ -49,9 +51,9 @@ def torch_device(name: str) -> torch.device:
     if device.type == "cuda":
         n = torch.cuda.device_count() if torch.cuda.is_available() else 0
         if n == 0 or (device.index or 0) >= n:
-            raise ValueError(f"reward_predictor_device={name!r}, but torch finds {n} CUDA device(s) on this machine; "
+            raise ConfigError(f"reward_predictor_device={name!r}, but torch finds {n} CUDA device(s) on this machine; "
                              "pass 'auto' (CUDA where available, else the CPU) or 'cpu'")
     if device.type == "mps" and not torch.backends.mps.is_available():
-        raise ValueError(f"reward_predictor_device={name!r}, but torch finds no MPS device on this machine; pass "
+        raise ConfigError(f"reward_predictor_device={name!r}, but torch finds no MPS device on this machine; pass "
                          "'auto' (CUDA where available, else the CPU) or 'cpu'")
     return device

@@ -9,6 +9,7 @@ import torch
 import torch.nn.functional as F
 
 from drlhp.clips.frames import frames_to_net_input
+from drlhp.errors import ConfigError
 from drlhp.reward.augment import NO_AUGMENTATION, Augmentation, random_shift, temporal_crop
 from drlhp.reward.predictor import (
     RewardPredictor,
@@ -68,7 +69,7 @@ class RewardTrainer:
                  weight_decay: float = 0.0, pairs_per_pass: int | None = None,
                  augmentation: Augmentation = NO_AUGMENTATION, seed: int | None = None) -> None:
         if not 0.0 <= noise_prob < 1.0:
-            raise ValueError(f"noise_prob must be in [0, 1), got {noise_prob}")
+            raise ConfigError(f"noise_prob must be in [0, 1), got {noise_prob}")
         self.predictor = predictor
         self.noise_prob = noise_prob
         self.augmentation = augmentation

@@ -11,7 +11,7 @@ from __future__ import annotations
 import queue
 
 from drlhp.labelling.interface import PrefInterface
-from drlhp.labelling.labellers import Labeller, SyntheticLabeller
+from drlhp.labelling.labellers import Labeller, ServesPage, SyntheticLabeller
 from drlhp.labelling.pair_selection import DisagreementScorer
 from drlhp.labels.journal import JournalWriter
 from drlhp.reward.torch_setup import set_up_torch
@@ -35,7 +35,8 @@ def run_pref_interface(config: InterfaceConfig, channel: SegmentChannel, pref_qu
     try:
         process = InterfaceProcess(config, channel, pref_queue, start, stop, stats)
         if url_queue is not None:
-            url_queue.put(getattr(process.interface.labeller, "url", None))
+            labeller = process.interface.labeller
+            url_queue.put(labeller.url if isinstance(labeller, ServesPage) else None)
         process.run()
     finally:
         pref_queue.put(None)  # the end marker: the trainer stops waiting for labels

@@ -21,6 +21,7 @@ import numpy as np
 from drlhp.clips.cutting import EpisodeClips
 from drlhp.clips.frames import FrameSpec
 from drlhp.config import PreferenceConfig
+from drlhp.errors import ConfigError, UsageError
 from drlhp.labelling.display import require_images
 from drlhp.labelling.human import check_can_ask
 from drlhp.labelling.schedule import labels_remaining
@@ -46,7 +47,7 @@ class PreferencePipeline:
 
     def __init__(self, config: PreferenceConfig, frame_spec: FrameSpec, n_envs: int = 1) -> None:
         if n_envs < 1:
-            raise ValueError(f"n_envs must be >= 1, got {n_envs}")
+            raise ConfigError(f"n_envs must be >= 1, got {n_envs}")
         self._workers = Workers(config)
         self._stats = self._workers.stats  # on the step path without a lookup
         self.config, self.frame_spec, self.n_envs = config, frame_spec, n_envs
@@ -134,7 +135,7 @@ class PreferencePipeline:
         """
         self.check_workers()
         if self._channel is None:
-            raise RuntimeError("add_clip() needs collect_prefs=True")
+            raise UsageError("add_clip() needs collect_prefs=True")
         return self._channel.send(frames, rewards, episode, source)
 
     def count_env_steps(self, n: int) -> None:
@@ -169,7 +170,7 @@ class PreferencePipeline:
         """Return the predicted reward from now on; needs a checkpoint to exist."""
         self.poll_predictor(now=True)
         if self._predictor is None:
-            raise RuntimeError(
+            raise UsageError(
                 f"No reward predictor yet: no checkpoint at {self._ckpt_path}. Wait until the trainer "
                 "has written one (stats()['training_steps']), or pass pretrained_reward_predictor_dir=."
             )

@@ -17,7 +17,7 @@ import threading
 import time
 import traceback
 
-from drlhp.errors import LogDirHasLabelsError, LogDirInUseError, PrefDBFormatError, WorkerError
+from drlhp.errors import DrlhpError, LogDirInUseError, WorkerError
 from drlhp.labelling.schedule import labels_remaining
 from drlhp.labels.store import LabelStore
 from drlhp.labels.stream import LabelRecord, Preference
@@ -33,8 +33,9 @@ from drlhp.storage.run_dir import set_aside_earlier_logs
 
 log = logging.getLogger("drlhp.trainer")
 
-#: Errors in what the user asked for at start: raised as themselves in the main process.
-STARTUP_ERRORS = (LogDirHasLabelsError, PrefDBFormatError, FileNotFoundError, ValueError)
+#: Errors in what the user asked for at start (drlhp's own, each naming the fix): raised as themselves in the
+#: main process. Any other exception is a failure of the process, reported as a ``WorkerError`` with its traceback.
+STARTUP_ERRORS = (DrlhpError,)
 #: Seconds the trainer waits, once asked to stop, for the interface's end marker (it may have died without one).
 END_MARKER_WAIT_S = 5.0
 

@@ -28,7 +28,7 @@ from typing import Any, TypeVar, cast
 
 from drlhp.clips.frames import FrameSpec
 from drlhp.config import PreferenceConfig
-from drlhp.errors import WorkerError
+from drlhp.errors import UsageError, WorkerError
 from drlhp.runtime.interface_process import run_pref_interface
 from drlhp.runtime.messages import PrefsSaved, SavePrefs, TrainerFailed, TrainerReady
 from drlhp.runtime.segment_channel import SegmentChannel
@@ -112,7 +112,7 @@ class Workers:
     def save_prefs(self, directory: str, timeout: float) -> PrefsSaved:
         """Have the trainer write ``train.pkl.gz`` and ``val.pkl.gz`` into ``directory``."""
         if self.closed:
-            raise RuntimeError("save_prefs() needs a running wrapper with collect_prefs=True or prefs_dir=.")
+            raise UsageError("save_prefs() needs a running wrapper with collect_prefs=True or prefs_dir=.")
         self._commands.put(SavePrefs(directory))
         return self.await_reply(PrefsSaved, timeout)
 

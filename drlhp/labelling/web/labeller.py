@@ -42,7 +42,6 @@ class WebLabeller:
     """The labeller behind the page; ``url`` is its address, token included."""
 
     pairs_per_segment: float | None = None  # ask as fast as people answer (and the label schedule allows)
-    concurrent = True  # offers pairs and takes answers instead of ``label(a, b)``
 
     def __init__(self, config: WebConfig) -> None:
         self.config = config

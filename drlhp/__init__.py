@@ -34,6 +34,7 @@ from drlhp.labelling.labellers import SyntheticTeacher
 from drlhp.labels.pref_db import PrefBuffer, PrefDB
 from drlhp.reward.predictor import RewardPredictor
 from drlhp.runtime.pipeline import PreferencePipeline
+from drlhp.runtime.stats import PipelineStats
 
 __version__ = "0.1.0"
 
@@ -45,6 +46,7 @@ if "drlhp/MovingDot-v0" not in gymnasium.registry:
 
 __all__ = [
     "HumanPreferencesEnvWrapper", "HumanPreferencesVectorWrapper", "PreferenceConfig", "PreferencePipeline",
+    "PipelineStats",
     "RewardPredictor", "SyntheticTeacher", "PrefDB", "PrefBuffer", "TRUE_REWARD_KEY", "PREDICTED_REWARD_KEY",
     # the errors (drlhp.errors), DrlhpError the root of them all
     "DrlhpError", "ConfigError", "UnknownSettingError", "MissingExtraError", "NoDisplayError", "ObservationError",

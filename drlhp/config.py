@@ -21,6 +21,8 @@ from drlhp.errors import ConfigError, MissingExtraError, UnknownSettingError
 from drlhp.labelling.labellers import Labeller, SyntheticTeacher
 from drlhp.labelling.pair_selection import SELECTIONS, PairSelection
 from drlhp.labelling.schedule import LabelSchedule, ScheduleKind
+from drlhp.labelling.terminal import CONTROLLING_TERMINAL
+from drlhp.labels.pref_db import DEFAULT_VAL_FRACTION
 from drlhp.reward.augment import Augmentation
 from drlhp.reward.predictor import ARCHS, DEFAULT_ARCH, DEFAULT_DROPOUT, DEFAULT_ENSEMBLE_SIZE, RewardNetArch
 from drlhp.reward.tensorboard_log import require_tensorboard
@@ -182,7 +184,7 @@ class PreferenceConfig:
     synthetic_teacher: SyntheticTeacher = SyntheticTeacher()
     n_initial_training_steps: int = 50
     max_prefs_in_db: int = 3000
-    val_fraction: float = 0.2
+    val_fraction: float = DEFAULT_VAL_FRACTION
     reward_predictor_ckpt_interval: int = 100
     reward_predictor_lr: float = 1e-3
     reward_predictor_batch_size: int = 8
@@ -201,7 +203,7 @@ class PreferenceConfig:
     labeller: Labeller | None = None
     display_zoom: int | None = None
     display_fps: float = 20.0
-    human_terminal: str = "/dev/tty"
+    human_terminal: str = CONTROLLING_TERMINAL
     prefs_autosave_interval: float | None = None
     max_segs: int = 200
     synthetic_prefs_per_segment: float = 1.0

@@ -111,3 +111,27 @@ def test_a_learner_on_a_gpu_trains_there_and_its_checkpoint_loads_on_the_cpu(tmp
     np.testing.assert_allclose(loaded.rewards(frames), learner.predictor.rewards(frames), rtol=1e-4, atol=1e-6)
     resumed = Learner(settings(device="cuda"), str(tmp_path), resume=True)
     resumed.train(1, labels.train_db, labels.val_db)  # Adam's state came back onto the GPU
+
+
+def test_train_reward_with_a_seed_starts_from_the_same_weights_each_time(tmp_path):
+    from drlhp.cli.offline import train_reward
+
+    rng = np.random.default_rng(0)
+    buffer = PrefBuffer(100, 0.2)
+    for i in range(10):
+        a, b = (Segment(2 * i + k, rng.integers(0, 256, (5, 16, 16, 1), dtype=np.uint8), rng.random(5)) for k in (0, 1))
+        buffer.add(a, b, float(a.true_return > b.true_return))
+    buffer.save(str(tmp_path / "prefs"))
+
+    def first_checkpoint(run: str, seed: int) -> dict:
+        train_reward(str(tmp_path / "prefs"), str(tmp_path / run), steps=1, reward_predictor_ckpt_interval=1,
+                     ensemble_size=1, seed=seed)
+        return RewardPredictor.load(LogDir(str(tmp_path / run)).checkpoint).net.state_dict()
+
+    torch.manual_seed(1)  # whatever state torch is in before, the seed decides
+    one = first_checkpoint("one", seed=7)
+    torch.rand(5)
+    two = first_checkpoint("two", seed=7)
+    other = first_checkpoint("other", seed=8)
+    assert one.keys() == two.keys() and all(torch.equal(one[k], two[k]) for k in one)
+    assert any(not torch.equal(one[k], other[k]) for k in one)

@@ -64,7 +64,7 @@ def collect(env_id: str, log_dir: str, n_labels: int, policy: str | None = None,
         env.action_space.seed(seed)
         obs, _ = wrapped.reset(seed=seed)
         seen = -1
-        while (n := wrapped.stats()["run_labels"]) < n_labels:
+        while (n := wrapped.stats().run_labels or 0) < n_labels:  # None only on a Ray runner
             if on_label is not None and n != seen:
                 on_label(n)
                 seen = n
@@ -73,5 +73,5 @@ def collect(env_id: str, log_dir: str, n_labels: int, policy: str | None = None,
             if terminated or truncated:
                 obs, _ = wrapped.reset()
         if on_label is not None:
-            on_label(wrapped.stats()["run_labels"])
+            on_label(wrapped.stats().run_labels or 0)
         return wrapped.save_prefs()

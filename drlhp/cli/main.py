@@ -199,7 +199,8 @@ def build_parser() -> argparse.ArgumentParser:
     _setting(p, settings, "--noise-prob", "noise_prob", type=float, help="assumed share of random answers")
     _setting(p, settings, "--val-fraction", "val_fraction", type=float,
              help="used to route journaled labels not yet in a snapshot")
-    _setting(p, settings, "--seed", "seed", type=int, help="seeds the sampling of pairs")
+    _setting(p, settings, "--seed", "seed", type=int,
+             help="seeds the network's starting weights and the sampling of pairs")
     _setting(p, settings, "--tensorboard-log", "tensorboard_log",
              help="also write TensorBoard scalars under this directory")
     p.set_defaults(run=cmd_train_reward, settings=settings)

@@ -50,7 +50,7 @@ def train_reward(prefs_dir: str, log_dir: str, steps: int | None = None, epochs:
     how = learner_config(config, infer_frame_spec(np.zeros(shape[1:], dtype)))
     if keypoint_temperature is not None:
         how = dataclasses.replace(how, net=dataclasses.replace(how.net, keypoint_temperature=keypoint_temperature))
-    set_up_torch(torch_threads)
+    set_up_torch(torch_threads, config.seed)  # the seed makes the network's starting weights reproducible
     lock = LogDirLock(log_dir)
     lock.acquire(os.getpid())
     try:

@@ -25,6 +25,7 @@ from drlhp.clips.frames import FrameSpec, infer_frame_spec
 from drlhp.cluster.clip_stream import PackedClip, RateCap
 from drlhp.config import PreferenceConfig
 from drlhp.errors import ConfigError, MissingExtraError, PreferenceServiceDied, UsageError, WorkerError
+from drlhp.labelling.terminal import CONTROLLING_TERMINAL
 from drlhp.reward.torch_setup import set_up_torch
 from drlhp.runtime.pipeline import PreferencePipeline
 
@@ -139,7 +140,7 @@ class ServiceActor:
     @_reporting_failures
     def stats(self) -> dict:
         self._publish_weights()
-        return {**self.pipeline.stats(), **self.counts}
+        return {**self.pipeline.stats().to_dict(), **self.counts}
 
     def processes(self) -> dict:
         """Process ids: this actor's and its two workers'."""
@@ -191,7 +192,7 @@ class PreferenceService:
         if not config.collect_prefs:
             raise ConfigError("A preference service collects preferences: collect_prefs must be True. To use a "
                              "trained reward predictor on runners without labelling, load it in each runner.")
-        if config.human_labelling and config.human_terminal == "/dev/tty":
+        if config.human_labelling and config.human_terminal == CONTROLLING_TERMINAL:
             # Ray runs the service in a process group of its own: the driver's terminal would
             # answer its reads with an I/O error, however the program was started.
             raise ConfigError(

@@ -17,6 +17,8 @@ from drlhp.labelling.answers import LABELS, TYPED, Choice, parse_typed
 #: What a person types, and the label it means (P(left clip is better)): from the one map in answers.py.
 ANSWERS = {word: LABELS[answer] for word, answer in TYPED.items() if answer is not Choice.SKIP}
 INCOMPARABLE = LABELS[Choice.SKIP]
+#: The terminal asked in unless another is named (``PreferenceConfig.human_terminal``): the controlling one.
+CONTROLLING_TERMINAL = "/dev/tty"
 HELP = "Type L (left is better), R (right is better), E (equally good), or just Enter if they can't be compared."
 
 
@@ -42,7 +44,7 @@ def terminal_problem(path: str) -> str | None:
 class TerminalPrompt:
     """Writes questions to a terminal and collects the lines typed there, without blocking."""
 
-    def __init__(self, path: str = "/dev/tty") -> None:
+    def __init__(self, path: str = CONTROLLING_TERMINAL) -> None:
         self.fd = os.open(path, os.O_RDWR | os.O_NOCTTY)
         self._partial = b""
 

@@ -12,7 +12,9 @@ not timed) after the labels. Versions 1 (raw frames, gzip
 level 1) and 2 are still read.
 The header's ``n_labels`` is how many labels the run had when the file was
 written: the journal's labels from there on are replayed on top of it
-(``drlhp.labels.journal``).
+(``drlhp.labels.journal``). Its ``val_fraction`` (absent in files written before it was recorded)
+is the run's split, so a reader that does not know the run's settings routes the journal's labels
+where the run did.
 """
 from __future__ import annotations
 
@@ -36,6 +38,8 @@ from drlhp.storage.layout import LogDir
 FORMAT_NAME = "drlhp-prefdb"
 FORMAT_VERSION = 3
 READABLE_VERSIONS = (1, 2, 3)
+#: The share of labels held out for validation unless a run says otherwise (``PreferenceConfig.val_fraction``).
+DEFAULT_VAL_FRACTION = 0.2
 
 
 class PrefDB:
@@ -57,6 +61,7 @@ class PrefDB:
         self.answer_seconds: deque[float] = deque()  # how long each answer took (nan: not timed)
         #: Set by ``load``: the run's label count when the file was saved (None: not recorded).
         self.n_labels_when_saved: int | None = None
+        self.val_fraction_when_saved: float | None = None  # the run's split, from the file's header
 
     def __len__(self) -> int:
         return len(self.prefs)
@@ -88,8 +93,9 @@ class PrefDB:
         return frames_a, frames_b, labels
 
     # -- files ----------------------------------------------------------------
-    def save(self, path: str, n_labels: int | None = None) -> None:
-        """Write atomically to ``path`` (see the module docstring); ``n_labels``: the run's label count now."""
+    def save(self, path: str, n_labels: int | None = None, val_fraction: float | None = None) -> None:
+        """Write atomically to ``path`` (see the module docstring); ``n_labels``: the run's label count now;
+        ``val_fraction``: the run's validation split."""
         ids = sorted(self.segments)
         first = self.segments[ids[0]] if ids else None
         header = {
@@ -101,6 +107,7 @@ class PrefDB:
             "segment_shape": list(first.packed_frames[1]) if first else None,
             "frame_dtype": first.packed_frames[2].str if first else None,
             "n_labels": n_labels,
+            "val_fraction": val_fraction,
         }
         prefs = np.array(self.prefs, dtype=np.float64).reshape(-1, 3)
         with atomic_write(path) as raw, gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=0) as f:
@@ -162,6 +169,7 @@ class PrefDB:
                 raise _format_error(path, f"a preference refers to missing segment {a} or {b}")
             db.append(segments[a], segments[b], label, labeller, secs)
         db.n_labels_when_saved = None if header.get("n_labels") is None else int(header["n_labels"])
+        db.val_fraction_when_saved = None if header.get("val_fraction") is None else float(header["val_fraction"])
         return db
 
 
@@ -247,8 +255,8 @@ class PrefBuffer:
     def save(self, directory: str) -> list[str]:
         """Write ``train.pkl.gz`` and ``val.pkl.gz`` into ``directory`` (atomically); returns their paths."""
         paths = list(LogDir(directory).snapshot)
-        self.train_db.save(paths[0], self.n_received)
-        self.val_db.save(paths[1], self.n_received)
+        self.train_db.save(paths[0], self.n_received, self.val_fraction)
+        self.val_db.save(paths[1], self.n_received, self.val_fraction)
         return paths
 
     @classmethod
@@ -278,9 +286,26 @@ class PrefBuffer:
         return buffer
 
     @classmethod
-    def load_all(cls, directory: str) -> PrefBuffer:
-        """Every label in ``directory``, none evicted: for reading a database, not for training on it."""
-        return cls.load(directory, max_prefs=2 ** 40, val_fraction=0.2)
+    def load_all(cls, directory: str, val_fraction: float | None = None) -> PrefBuffer:
+        """Every label in ``directory``, none evicted: for reading a database, not for training on it.
+
+        The journal's labels go where the run put them: by ``val_fraction``, else the split its snapshot
+        records, else (a run with no snapshot yet, or one written before the split was recorded)
+        ``DEFAULT_VAL_FRACTION``, ``PreferenceConfig``'s default."""
+        if val_fraction is None:
+            val_fraction = recorded_val_fraction(directory)
+        return cls.load(directory, max_prefs=2 ** 40,
+                        val_fraction=DEFAULT_VAL_FRACTION if val_fraction is None else val_fraction)
+
+
+def recorded_val_fraction(directory: str) -> float | None:
+    """The validation split the run in ``directory`` recorded in its snapshot's header (None: not recorded)."""
+    train_path, _ = LogDir(directory).snapshot
+    if not os.path.exists(train_path):
+        return None
+    with _reading(train_path) as f:
+        header = _read_header(f, train_path)
+    return None if header.get("val_fraction") is None else float(header["val_fraction"])
 
 
 def clip_format(directory: str) -> tuple[tuple[int, ...], np.dtype]:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 
@@ -29,6 +28,7 @@ from drlhp.reward.predictor import RewardPredictor, check_checkpoint_frames
 from drlhp.reward.torch_setup import set_up_torch
 from drlhp.runtime.segment_channel import SegmentChannel
 from drlhp.runtime.settings import human_config, interface_config, trainer_config, web_config
+from drlhp.runtime.stats import PipelineStats
 from drlhp.runtime.workers import Workers
 from drlhp.storage.checkpoint_watch import CheckpointWatch
 from drlhp.storage.layout import LogDir, checkpoint_path
@@ -219,18 +219,17 @@ class PreferencePipeline:
                  self.config.log_dir)
         return saved.paths
 
-    def stats(self) -> dict:
+    def stats(self) -> PipelineStats:
         """Counters: clips sent/dropped, labels, preferences received, reward-training steps."""
-        out: dict[str, Any]  # counts, and label_budget / labels_remaining that may be None
-        out = {"n_envs": self.n_envs, "segments_sent": 0, "segments_dropped": 0,
-               "tail_frames_dropped": self._clips.n_tail_frames_dropped if self._clips is not None else 0}
-        if self._channel is not None:
-            out.update(segments_sent=self._channel.n_sent, segments_dropped=self._channel.n_dropped)
-        out.update(self._stats.as_dict())
+        shared = self._stats.as_dict()
         budget = self.config.label_budget
-        out.update(label_budget=budget, labels_remaining=labels_remaining(budget, out["labels_asked"]))
-        out["predictor_training_step"] = self._predictor.training_step if self._predictor else None
-        return out
+        return PipelineStats(
+            n_envs=self.n_envs,
+            segments_sent=self._channel.n_sent if self._channel is not None else 0,
+            segments_dropped=self._channel.n_dropped if self._channel is not None else 0,
+            tail_frames_dropped=self._clips.n_tail_frames_dropped if self._clips is not None else 0,
+            predictor_training_step=self._predictor.training_step if self._predictor else None,
+            label_budget=budget, labels_remaining=labels_remaining(budget, shared["labels_asked"]), **shared)
 
     # -- lifecycle -------------------------------------------------------------------
     @property

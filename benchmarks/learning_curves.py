@@ -39,8 +39,9 @@ from drlhp.learning_curve import read_learning_curve
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLES = {"moving_dot": "moving_dot_ppo.py", "moving_dot_random_target": "moving_dot_random_target_ppo.py",
-            "pong": "pong_ppo.py"}
-TASKS = {"moving_dot": "MovingDot", "moving_dot_random_target": "MovingDot, target at random", "pong": "Pong"}
+            "pong": "pong_ppo.py", "breakout": "breakout_ppo.py"}
+TASKS = {"moving_dot": "MovingDot", "moving_dot_random_target": "MovingDot, target at random", "pong": "Pong",
+         "breakout": "Breakout"}
 RUNS = ("drlhp", "true_reward")
 MERGED_COLUMNS = ("run", "agent_steps", "true_episode_return", "labels", "wall_time_s", "episode_length", "session")
 CONTROLLED = ("--log-dir", "--true-reward", "--resume")  # this script sets them per run

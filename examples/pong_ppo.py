@@ -26,10 +26,19 @@ from stable_baselines3.common.vec_env import VecEnv, VecFrameStack
 ENV_ID = "PongNoFrameskip-v4"
 
 
-def make_pong(n_envs: int, seed: int) -> VecEnv:
+#: The example's defaults, shared by every Atari example (``breakout_ppo.py``).
+ATARI_DEFAULTS = dict(total_timesteps=10_000_000, n_initial_prefs=500, n_initial_training_steps=200,
+                      log_every=10_000, save_every=50_000, reward_net_batchnorm=True)
+
+
+def make_atari(env_id: str, n_envs: int, seed: int) -> VecEnv:
     gymnasium.register_envs(ale_py)
     # NoFrameskip: SB3's AtariWrapper skips 4 frames itself (ALE/Pong-v5 would skip 4 x 4).
-    return VecFrameStack(make_atari_env(ENV_ID, n_envs=n_envs, seed=seed), 4)
+    return VecFrameStack(make_atari_env(env_id, n_envs=n_envs, seed=seed), 4)
+
+
+def make_pong(n_envs: int, seed: int) -> VecEnv:
+    return make_atari(ENV_ID, n_envs, seed)
 
 
 def make_agent(venv: VecEnv, seed: int) -> PPO:
@@ -38,7 +47,5 @@ def make_agent(venv: VecEnv, seed: int) -> PPO:
 
 
 if __name__ == "__main__":
-    args = parse_args(__doc__, log_dir="drlhp_logs/pong", total_timesteps=10_000_000, n_initial_prefs=500,
-                      n_initial_training_steps=200, log_every=10_000, save_every=50_000,
-                      reward_net_batchnorm=True)
+    args = parse_args(__doc__, log_dir="drlhp_logs/pong", **ATARI_DEFAULTS)
     train_from_preferences(make_pong(args.n_envs, args.seed), args, make_agent, ENV_ID)

@@ -154,7 +154,7 @@ def make_labels(policies: str, out: str, n_labels: int, length: int, weights: li
     ``drlhp train-reward`` reads."""
     from drlhp.clips.segments import Segment
     from drlhp.labelling.labellers import SyntheticTeacher
-    from drlhp.reward.pref_db import PrefBuffer
+    from drlhp.labels.pref_db import PrefBuffer
 
     recordings = load_recordings(policies)
     weights = weights or [1.0] * len(recordings)

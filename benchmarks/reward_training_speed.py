@@ -1,10 +1,11 @@
 """Time to a good reward model: held-out accuracy against seconds of training, per setting.
 
 A fixed database of 500 labels (MovingDot clips of a random policy, perfect synthetic
-teacher; 400 train / 100 validation) is trained on by drlhp's own reward-training loop
-(checkpoints, validation, adaptive L2 and all), one setting at a time. Every second of
-training the latest network is scored on 1,000 fresh pairs of fresh clips (the sign of
-the predicted return difference against the true one; the clock is paused meanwhile).
+teacher; 400 train / 100 validation) is trained on by drlhp's own learner, as the
+reward-training process runs it (checkpoints, validation, adaptive L2 and all), one
+setting at a time. Every second of training the latest network is scored on 1,000
+fresh pairs of fresh clips (the sign of the predicted return difference against the
+true one; the clock is paused meanwhile).
 Start-up (a new process importing drlhp and torch and building the network, as the
 trainer process does) is measured and added. Aim: the plateau within ~10 s on 2 cores.
 
@@ -13,25 +14,22 @@ trainer process does) is measured and added. Aim: the plateau within ~10 s on 2 
 from __future__ import annotations
 
 import argparse
-import multiprocessing
-import queue
 import random
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
 import numpy as np
 import torch
 from dot_clips import clip_stream, random_pairs
 
+from drlhp import PreferenceConfig
 from drlhp.clips.frames import infer_frame_spec
 from drlhp.labellers import SyntheticTeacher
-from drlhp.pipeline.workers import SharedStats
 from drlhp.pref_db import PrefBuffer
-from drlhp.reward.training_loop import RewardTrainingLoop, TrainerConfig
-from drlhp.reward_predictor import NetConfig
+from drlhp.reward.learner import Learner
+from drlhp.runtime.settings import learner_config
 
 # name: (ensemble members, batch size, lr, dropout, noise_prob, torch threads)
 SETTINGS = {
@@ -71,7 +69,7 @@ def accuracy(predictor, frames, pairs, wanted) -> float:
 
 def start_up_seconds() -> float:
     """A new process: import torch and drlhp's trainer, build a 3-member network (what the trainer does first)."""
-    code = ("import numpy as np; from drlhp.reward.training_loop import RewardTrainingLoop; "
+    code = ("import numpy as np; from drlhp.reward.learner import Learner; "
             "from drlhp.reward_predictor import NetConfig, RewardPredictor; "
             "from drlhp.clips.frames import infer_frame_spec; "
             "RewardPredictor(NetConfig(infer_frame_spec(np.zeros((64, 64, 1), np.uint8)), n_members=3))")
@@ -84,27 +82,19 @@ def curve(setting, prefs_dir: str, seconds: float, evaluation) -> list[tuple[flo
     members, batch, lr, dropout, noise, threads = setting
     torch.set_num_threads(threads)
     spec = infer_frame_spec(np.zeros((64, 64, 1), np.uint8))
+    run = PreferenceConfig(ensemble_size=members, reward_predictor_batch_size=batch, reward_predictor_lr=lr,
+                           reward_predictor_dropout=dropout, noise_prob=noise, seed=0)
+    labels = PrefBuffer.load(prefs_dir, run.max_prefs_in_db, run.val_fraction)
     with tempfile.TemporaryDirectory() as log_dir:
-        config = TrainerConfig(net=NetConfig(spec, dropout, n_members=members), segment_length=25, log_dir=log_dir,
-                               collect_prefs=False, train_reward=True, prefs_dir=prefs_dir, n_initial_prefs=1,
-                               batch_size=batch, lr=lr, noise_prob=noise, weight_decay=1e-4, adaptive_l2=True, seed=0)
-        stop = threading.Event()
-        loop = RewardTrainingLoop(config, None, queue.Queue(), queue.Queue(), stop, SharedStats(
-            multiprocessing.get_context()))
-        points, clock = [], {"trained": 0.0, "since": time.perf_counter(), "next": 0.0}
-
-        def on_step(step: int) -> None:
-            now = time.perf_counter()
-            clock["trained"] += now - clock["since"]
-            if clock["trained"] >= clock["next"]:
-                points.append((clock["trained"], accuracy(loop.trainer.predictor, *evaluation)))
-                clock["next"] += 1.0
-                if clock["trained"] >= seconds:
-                    stop.set()
-            clock["since"] = time.perf_counter()
-
-        loop.on_step = on_step
-        loop.run()
+        learner = Learner(learner_config(run, spec), log_dir)
+        points, trained, next_point = [], 0.0, 0.0
+        while trained < seconds:
+            start = time.perf_counter()
+            learner.train(1, labels.train_db, labels.val_db)
+            trained += time.perf_counter() - start  # the clock stops while the network is scored
+            if trained >= next_point:
+                points.append((trained, accuracy(learner.predictor, *evaluation)))
+                next_point += 1.0
     return points
 
 

@@ -87,8 +87,7 @@ def offline_pairs_per_s(n_steps: int, tmp: str) -> float:
     def on_step(step: int, total: int) -> None:
         times[step] = time.perf_counter()
 
-    train_reward(tmp + "/prefs", tmp + "/offline", steps=n_steps + 3, on_step=on_step, ensemble_size=1,
-                 batch_size=BATCH, lr=3e-4, dropout=0.5, noise_prob=0.0, adaptive_l2=False, weight_decay=0.0)
+    train_reward(tmp + "/prefs", tmp + "/offline", steps=n_steps + 3, on_step=on_step, **SAME_AS_BARE)
     return n_steps * BATCH / (times[n_steps + 3] - times[3])  # after 3 warm-up steps, as for the others
 
 

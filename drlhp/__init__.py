@@ -9,14 +9,32 @@ The bundled envs ``"drlhp/MovingDot-v0"`` and ``"drlhp/MovingDotRandomTarget-v0"
 import gymnasium
 
 from drlhp.config import PreferenceConfig
-from drlhp.errors import CheckpointFormatError, LogDirHasLabelsError, LogDirInUseError, PrefDBFormatError, WorkerError
+from drlhp.errors import (
+    CheckpointFormatError,
+    ConfigError,
+    DrlhpError,
+    FileFormatError,
+    InvalidAnswer,
+    LogDirHasLabelsError,
+    LogDirInUseError,
+    MissingExtraError,
+    MissingFileError,
+    NoDisplayError,
+    NoLabelsError,
+    ObservationError,
+    PrefDBFormatError,
+    UnknownSettingError,
+    UsageError,
+    WorkerError,
+)
 from drlhp.frontends.base import PREDICTED_REWARD_KEY, TRUE_REWARD_KEY
 from drlhp.frontends.env_wrapper import HumanPreferencesEnvWrapper
 from drlhp.frontends.vector import HumanPreferencesVectorWrapper
 from drlhp.labelling.labellers import SyntheticTeacher
-from drlhp.pipeline.preference_pipeline import PreferencePipeline
+from drlhp.labels.pref_db import PrefBuffer, PrefDB
 from drlhp.reward.predictor import RewardPredictor
-from drlhp.reward.pref_db import PrefBuffer, PrefDB
+from drlhp.runtime.pipeline import PreferencePipeline
+from drlhp.runtime.stats import PipelineStats
 
 __version__ = "0.1.0"
 
@@ -28,6 +46,10 @@ if "drlhp/MovingDot-v0" not in gymnasium.registry:
 
 __all__ = [
     "HumanPreferencesEnvWrapper", "HumanPreferencesVectorWrapper", "PreferenceConfig", "PreferencePipeline",
-    "RewardPredictor", "SyntheticTeacher", "PrefDB", "PrefBuffer", "PrefDBFormatError", "CheckpointFormatError",
-    "WorkerError", "LogDirInUseError", "LogDirHasLabelsError", "TRUE_REWARD_KEY", "PREDICTED_REWARD_KEY",
+    "PipelineStats",
+    "RewardPredictor", "SyntheticTeacher", "PrefDB", "PrefBuffer", "TRUE_REWARD_KEY", "PREDICTED_REWARD_KEY",
+    # the errors (drlhp.errors), DrlhpError the root of them all
+    "DrlhpError", "ConfigError", "UnknownSettingError", "MissingExtraError", "NoDisplayError", "ObservationError",
+    "UsageError", "MissingFileError", "NoLabelsError", "FileFormatError", "PrefDBFormatError",
+    "CheckpointFormatError", "WorkerError", "LogDirInUseError", "LogDirHasLabelsError", "InvalidAnswer",
 ]

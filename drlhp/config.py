@@ -4,7 +4,7 @@
 ``drlhp.sb3.HumanPreferencesVecEnvWrapper`` all accept these as keyword
 arguments (or a ready ``config=PreferenceConfig(...)``), so a setting has one
 name, one default and one check whatever the front-end. Each background process's
-settings are derived from them by ``worker_settings``, so none is copied by hand.
+settings are derived from them in one place (``drlhp.runtime.settings``).
 """
 from __future__ import annotations
 
@@ -12,23 +12,27 @@ import dataclasses
 import logging
 import multiprocessing
 import os
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Literal, get_args
 
 import numpy as np
 
+from drlhp.errors import ConfigError, MissingExtraError, UnknownSettingError
 from drlhp.labelling.labellers import Labeller, SyntheticTeacher
-from drlhp.labelling.pair_selection import SELECTIONS
-from drlhp.labelling.schedule import LabelSchedule
+from drlhp.labelling.pair_selection import SELECTIONS, PairSelection
+from drlhp.labelling.schedule import LabelSchedule, ScheduleKind
+from drlhp.labelling.terminal import CONTROLLING_TERMINAL
+from drlhp.labels.pref_db import DEFAULT_VAL_FRACTION
 from drlhp.reward.augment import Augmentation
-from drlhp.reward.predictor import ARCHS, DEFAULT_ARCH, DEFAULT_ENSEMBLE_SIZE
+from drlhp.reward.predictor import ARCHS, DEFAULT_ARCH, DEFAULT_DROPOUT, DEFAULT_ENSEMBLE_SIZE, RewardNetArch
 from drlhp.reward.tensorboard_log import require_tensorboard
+from drlhp.reward.torch_setup import check_device_name
 from drlhp.storage.layout import checkpoint_path
 from drlhp.storage.run_dir import can_resume
 
-LABELLING = ("terminal", "web")
-WorkerSettings = TypeVar("WorkerSettings")
+#: How people label (``PreferenceConfig.labelling``).
+Labelling = Literal["terminal", "web"]
+LABELLING: tuple[Labelling, ...] = get_args(Labelling)
 
 
 @dataclass(frozen=True)
@@ -95,6 +99,9 @@ class PreferenceConfig:
             its dense layers only).
         reward_predictor_batchnorm: add batch normalisation after every hidden layer. Atari
             frames need it: on Pong's flat background the network's units die without it.
+        reward_predictor_device: the torch device the reward network trains on: ``"cpu"``,
+            ``"auto"`` (CUDA where torch finds it, else the CPU) or a device such as ``"cuda:1"``.
+            Every process loads its checkpoints on the CPU, so the env steps never wait on a GPU.
         reward_net_arch: the reward network for image frames: ``"atari"``, the CNN of Christiano et
             al. 2017; or ``"keypoints"`` (the default), convolutions ending in a spatial softmax that turns each
             channel into an object's coordinates, so rewards that depend on where objects stand
@@ -156,7 +163,7 @@ class PreferenceConfig:
 
     segment_length: int = 25
     synthetic_preferences: bool = True
-    labelling: str = "terminal"
+    labelling: Labelling = "terminal"
     web_host: str = "127.0.0.1"
     web_port: int = 8765
     web_pair_timeout: float = 120.0
@@ -169,21 +176,22 @@ class PreferenceConfig:
     obs_transform_func: Callable[[Any], np.ndarray] | None = None
     n_initial_prefs: int = 40
     label_budget: int | None = 1000
-    label_schedule: str = "hyperbolic"
+    label_schedule: ScheduleKind = "hyperbolic"
     label_schedule_steps: int = 1_000_000
     label_schedule_t0: int | None = None
-    pair_selection: str = "disagreement"
+    pair_selection: PairSelection = "disagreement"
     n_candidate_pairs: int = 64
     synthetic_teacher: SyntheticTeacher = SyntheticTeacher()
     n_initial_training_steps: int = 50
     max_prefs_in_db: int = 3000
-    val_fraction: float = 0.2
+    val_fraction: float = DEFAULT_VAL_FRACTION
     reward_predictor_ckpt_interval: int = 100
     reward_predictor_lr: float = 1e-3
     reward_predictor_batch_size: int = 8
-    reward_predictor_dropout: float = 0.2
+    reward_predictor_dropout: float = DEFAULT_DROPOUT
     reward_predictor_batchnorm: bool = False
-    reward_net_arch: str = DEFAULT_ARCH
+    reward_predictor_device: str = "cpu"
+    reward_net_arch: RewardNetArch = DEFAULT_ARCH
     augment_shift: int = 0
     temporal_crop_min_length: int | None = None
     pseudo_label_threshold: float | None = None
@@ -195,7 +203,7 @@ class PreferenceConfig:
     labeller: Labeller | None = None
     display_zoom: int | None = None
     display_fps: float = 20.0
-    human_terminal: str = "/dev/tty"
+    human_terminal: str = CONTROLLING_TERMINAL
     prefs_autosave_interval: float | None = None
     max_segs: int = 200
     synthetic_prefs_per_segment: float = 1.0
@@ -244,35 +252,15 @@ class PreferenceConfig:
         names = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(kwargs) - names)
         if unknown:
-            raise TypeError(f"unknown drlhp argument(s) {unknown}; the arguments are the fields of "
+            raise UnknownSettingError(f"unknown drlhp argument(s) {unknown}; the arguments are the fields of "
                             f"drlhp.PreferenceConfig: {sorted(names)}")
         return dataclasses.replace(config, **kwargs) if config is not None else cls(**kwargs)
-
-
-def worker_settings(cls: type[WorkerSettings], config: PreferenceConfig, renamed: Mapping[str, str],
-                    **derived: Any) -> WorkerSettings:
-    """The settings dataclass ``cls`` of a background process, filled in from the run's ``config``.
-
-    Each field of ``cls`` takes, in this order: its value in ``derived``; the ``config`` setting
-    (field or property) that ``renamed`` names for it; the ``config`` setting of its own name;
-    else its default. So a setting added to both classes under one name reaches the worker
-    without another line of code.
-    """
-    values = dict(derived)
-    for f in dataclasses.fields(cls):  # type: ignore[arg-type]  # cls is a dataclass; TypeVar cannot say so
-        if f.name in values:
-            continue
-        if f.name in renamed:
-            values[f.name] = getattr(config, renamed[f.name])
-        elif hasattr(config, f.name):
-            values[f.name] = getattr(config, f.name)
-    return cls(**values)
 
 
 def _check(c: PreferenceConfig) -> None:
     def need(cond: bool, msg: str) -> None:
         if not cond:
-            raise ValueError(msg)
+            raise ConfigError(msg)
 
     need(c.segment_length >= 1, f"segment_length must be >= 1, got {c.segment_length}")
     need(0.0 <= c.val_fraction < 1.0, f"val_fraction must be in [0, 1), got {c.val_fraction}")
@@ -289,6 +277,7 @@ def _check(c: PreferenceConfig) -> None:
     need(c.pair_selection in SELECTIONS, f"pair_selection must be one of {SELECTIONS}, got {c.pair_selection!r}")
     need(c.n_candidate_pairs >= 1, f"n_candidate_pairs must be >= 1, got {c.n_candidate_pairs}")
     need(c.reward_predictor_weight_decay >= 0, "reward_predictor_weight_decay must be >= 0")
+    check_device_name(c.reward_predictor_device)
     need(not c.adaptive_l2 or c.reward_predictor_weight_decay > 0, "adaptive_l2 scales reward_predictor_weight_decay "
          "up and down, so it must start above 0 (e.g. 1e-4), or pass adaptive_l2=False")
     need(c.segment_queue_size is None or c.segment_queue_size >= 1,
@@ -322,7 +311,7 @@ def _check(c: PreferenceConfig) -> None:
     if c.web_labelling:
         _require_web()
     if c._people_label and (c.display_fps <= 0 or (c.display_zoom is not None and c.display_zoom < 1)):
-        raise ValueError(f"display_fps must be > 0 and display_zoom >= 1, got {c.display_fps}, {c.display_zoom}")
+        raise ConfigError(f"display_fps must be > 0 and display_zoom >= 1, got {c.display_fps}, {c.display_zoom}")
 
 
 def _require_web() -> None:
@@ -330,4 +319,5 @@ def _require_web() -> None:
         import aiohttp  # noqa: F401
         import PIL  # noqa: F401
     except ImportError as e:
-        raise ImportError('labelling="web" serves a page with aiohttp and Pillow: pip install "drlhp[web]"') from e
+        raise MissingExtraError('labelling="web" serves a page with aiohttp and Pillow: '
+                                'pip install "drlhp[web]"') from e

@@ -3,11 +3,16 @@
 Everything is defined in ``drlhp.labelling.labellers``.
 """
 from drlhp.labelling.labellers import (
+    ConcurrentLabeller,
     Labeller,
+    ServesPage,
+    ShowsEpisodes,
     SyntheticLabeller,
     SyntheticTeacher,
+    TimesAnswers,
 )
 
 __all__ = [
-    "Labeller", "SyntheticLabeller", "SyntheticTeacher",
+    "Labeller", "ShowsEpisodes", "TimesAnswers", "ConcurrentLabeller", "ServesPage", "SyntheticLabeller",
+    "SyntheticTeacher",
 ]

@@ -1,9 +1,9 @@
 """The preference database's old import path (the original drlhp's name), kept so old imports still work.
 
-Everything is defined in ``drlhp.reward.pref_db``, but for the files' names and places in a log_dir:
+Everything is defined in ``drlhp.labels.pref_db``, but for the files' names and places in a log_dir:
 ``drlhp.storage.layout``.
 """
-from drlhp.reward.pref_db import (
+from drlhp.labels.pref_db import (
     FORMAT_NAME,
     FORMAT_VERSION,
     READABLE_VERSIONS,

@@ -173,15 +173,15 @@ def train_on_predicted_reward(venv: VecEnv, args: Args, make_agent: Callable[[Ve
         else:
             random_return = warm_up_reward_predictor(wrapped, args.seed)
         stats = wrapped.stats()
-        print(f"reward predictor ready after {stats['training_steps']} training steps on {stats['run_labels']} "
+        print(f"reward predictor ready after {stats.training_steps} training steps on {stats.run_labels} "
               f"labels; random policy's true return: {one_decimal(random_return)}", flush=True)
         agent = make_agent(wrapped, args.seed)
         agent.tensorboard_log = args.tensorboard_log or None  # drlhp's figures join the agent's run there
         logger = learn(agent, args, session, wrapped, extra_callbacks=[HumanPreferencesLogger()])
         stats = wrapped.stats()
         print(f"done: mean true return of the last {len(logger.returns)} episodes {mean_or_na(logger.returns)} "
-              f"(random policy: {one_decimal(random_return)}); labels: {stats['run_labels']} in all "
-              f"({stats['labels_asked']} asked of a budget of {stats['label_budget'] or 'unlimited'}); "
+              f"(random policy: {one_decimal(random_return)}); labels: {stats.run_labels} in all "
+              f"({stats.labels_asked} asked of a budget of {stats.label_budget or 'unlimited'}); "
               f"logs in {args.log_dir}")
 
 
@@ -273,13 +273,13 @@ def learn(agent: BaseAlgorithm, args: Args, session: Session, wrapped: HumanPref
     def save() -> None:
         extra = {"wall_time_s": session.wall_time(), "args": dataclasses.asdict(args)}
         if wrapped is not None:
-            extra["label_clock_env_steps"] = wrapped.stats()["env_steps"]  # started at label_clock_start
+            extra["label_clock_env_steps"] = wrapped.stats().env_steps  # started at label_clock_start
         save_agent(agent, ckpt, args.total_timesteps, session.settings, **extra)
         if args.keep_agents:
             shutil.copyfile(ckpt, kept_agent_path(session.log_dir, agent.num_timesteps))
 
     curve = LearningCurveWriter(session.log_dir, session.run, session.number, session.start_step)
-    labels = (lambda: wrapped.stats()["run_labels"]) if wrapped is not None else (lambda: 0)
+    labels = (lambda: wrapped.stats().run_labels) if wrapped is not None else (lambda: 0)
     logger = TrueReturnLogger(wrapped, args.log_every)
     callbacks = [logger, LearningCurveLogger(curve, labels, session.wall_time),
                  AgentCheckpointer(save, args.save_every), *extra_callbacks]
@@ -337,7 +337,7 @@ class TrueReturnLogger(BaseCallback):
             if self.env is not None:
                 stats = self.env.stats()
                 line += (f" | reward: {'predicted' if self.env.using_reward_from_predictor else 'true     '} | "
-                         f"labels {stats['run_labels']:5d} | reward-training steps {stats['training_steps']:4d}")
+                         f"labels {stats.run_labels:5d} | reward-training steps {stats.training_steps:4d}")
             print(line, flush=True)
         return True
 
@@ -391,7 +391,7 @@ def warm_up_reward_predictor(venv: HumanPreferencesVecEnvWrapper, seed: int) -> 
     venv.action_space.seed(seed)
     venv.reset()
     returns: list[float] = []
-    while not venv.using_reward_from_predictor and venv.stats()["run_labels"] < venv.config.n_initial_prefs:
+    while not venv.using_reward_from_predictor and venv.stats().run_labels < venv.config.n_initial_prefs:
         actions = np.array([venv.action_space.sample() for _ in range(venv.num_envs)])
         returns += episode_returns(venv.step(actions)[3])
     print("training the reward predictor on them ...", flush=True)

@@ -122,8 +122,8 @@ def test_train_reward_takes_the_levers_and_leaves_the_labels_alone(tmp_path):
                 for k in (0, 1))
         buffer.add(a, b, float(a.true_return > b.true_return))
     buffer.save(str(tmp_path / "prefs"))
-    row = train_reward(str(tmp_path / "prefs"), str(tmp_path / "run"), steps=20, ckpt_interval=10, ensemble_size=1,
-                       augmentation=Augmentation(shift=2, crop_min_length=3, pseudo_label_threshold=0.51))
+    row = train_reward(str(tmp_path / "prefs"), str(tmp_path / "run"), steps=20, reward_predictor_ckpt_interval=10,
+                       ensemble_size=1, augment_shift=2, temporal_crop_min_length=3, pseudo_label_threshold=0.51)
     assert row["training_step"] == 20 and row["n_train_prefs"] + row["n_val_prefs"] == 20
     saved = PrefBuffer.load_all(str(tmp_path / "prefs"))
     assert len(saved.train_db) + len(saved.val_db) == 20

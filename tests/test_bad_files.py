@@ -10,7 +10,7 @@ import pytest
 import torch
 from conftest import FAST, FakePixelEnv
 
-from drlhp import CheckpointFormatError, HumanPreferencesEnvWrapper
+from drlhp import CheckpointFormatError, DrlhpError, HumanPreferencesEnvWrapper
 from drlhp.cli.main import main as drlhp_command
 from drlhp.clips.frames import infer_frame_spec
 from drlhp.clips.segments import Segment
@@ -106,14 +106,17 @@ def test_a_bad_database_or_checkpoint_is_refused_by_a_wrapper_that_reads_it_in_i
     bad_db = f"{prefs}/val.pkl.gz"
     with open(bad_db, "wb") as f:
         f.write(bad_bytes("old format", str(tmp_path / "ran"), checkpoint=False))
-    with pytest.raises(ValueError) as refused:  # prefs_dir=: the trainer process reads it
+    # The trainer process meets these at its start: each is raised in this process as drlhp's own error (and,
+    # as before, a ValueError), not as a WorkerError.
+    with pytest.raises(DrlhpError) as refused:  # prefs_dir=: the trainer process reads it
         HumanPreferencesEnvWrapper(FakePixelEnv(), prefs_dir=prefs, collect_prefs=False,
                                    log_dir=str(tmp_path / "from_prefs"), **FAST)
     assert_one_line(str(refused.value), bad_db, DB_ERROR)
+    assert isinstance(refused.value, ValueError)
 
     run = tmp_path / "run"  # resume=True: the run's own labels, then its own checkpoint
     shutil.copytree(prefs, run)
-    with pytest.raises(ValueError) as refused:
+    with pytest.raises(DrlhpError) as refused:
         HumanPreferencesEnvWrapper(FakePixelEnv(), log_dir=str(run), resume=True, **FAST)
     assert_one_line(str(refused.value), str(run / "val.pkl.gz"), DB_ERROR)
 
@@ -121,7 +124,7 @@ def test_a_bad_database_or_checkpoint_is_refused_by_a_wrapper_that_reads_it_in_i
     bad_ckpt = run / CHECKPOINT_DIRNAME / CHECKPOINT_FILENAME
     bad_ckpt.parent.mkdir()
     bad_ckpt.write_bytes(bad_bytes("corrupt", str(tmp_path / "ran"), checkpoint=True))
-    with pytest.raises(ValueError) as refused:
+    with pytest.raises(DrlhpError) as refused:
         HumanPreferencesEnvWrapper(FakePixelEnv(), log_dir=str(run), resume=True, **FAST)
     assert_one_line(str(refused.value), str(bad_ckpt), CKPT_ERROR)
     assert not (tmp_path / "ran").exists()

@@ -24,8 +24,8 @@ from drlhp.cluster import (  # noqa: E402
     RateCap,
 )
 from drlhp.envs.moving_dot import MovingDotEnv  # noqa: E402
+from drlhp.errors import WorkerError  # noqa: E402
 from drlhp.frontends.base import PREDICTED_REWARD_KEY, TRUE_REWARD_KEY  # noqa: E402
-from drlhp.pipeline.workers import WorkerError  # noqa: E402
 from drlhp.pref_db import PrefBuffer  # noqa: E402
 
 CLUSTER = dict(FAST, synthetic_preferences=True, pair_selection="random", ensemble_size=1)

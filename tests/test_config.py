@@ -41,42 +41,44 @@ def test_a_wrapper_takes_a_config_and_reports_it(tmp_path):
 
 def test_each_worker_takes_its_settings_from_the_run_settings(tmp_path):
     from drlhp.clips.frames import infer_frame_spec
-    from drlhp.labelling.human import HumanConfig
-    from drlhp.labelling.interface import InterfaceConfig
-    from drlhp.reward.training_loop import TrainerConfig
+    from drlhp.runtime.settings import human_config, interface_config, trainer_config
 
     config = PreferenceConfig(log_dir=str(tmp_path), reward_predictor_lr=0.5, reward_predictor_batch_size=3,
                               torch_threads=5, trainer_torch_threads=2, prefs_autosave_interval=7.0, seed=11,
                               max_segs=33, synthetic_prefs_per_segment=0.5, n_candidate_pairs=9,
                               pair_selection="random", display_fps=12.0, human_terminal="/dev/pts/7", label_budget=77,
-                              augment_shift=2)
+                              augment_shift=2, reward_predictor_device="cpu:0", n_initial_training_steps=9,
+                              reward_predictor_dropout=0.3)
     spec = infer_frame_spec(np.zeros((8, 8, 3), np.uint8))
-    trainer = TrainerConfig.from_preference_config(config, spec, None)
-    assert (trainer.lr, trainer.batch_size, trainer.torch_threads, trainer.autosave_interval, trainer.seed,
-            trainer.label_budget, trainer.log_dir) == (0.5, 3, 2, 7.0, 11, 77, str(tmp_path))
-    assert trainer.net.frame_spec == spec and trainer.augmentation == config.augmentation
-    human = HumanConfig.from_preference_config(config, spec)
+    trainer = trainer_config(config, spec, None)
+    learner, labels = trainer.learner, trainer.labels
+    assert (learner.lr, learner.batch_size, trainer.torch_threads, labels.snapshot_interval, learner.seed,
+            trainer.label_budget, trainer.log_dir, labels.log_dir) == (0.5, 3, 2, 7.0, 11, 77, *[str(tmp_path)] * 2)
+    assert (learner.device, learner.first_ckpt_step, learner.net.dropout) == ("cpu:0", 9, 0.3)
+    assert learner.net.frame_spec == spec and learner.augmentation == config.augmentation
+    assert labels.clip_length == config.segment_length and labels.journaling
+    human = human_config(config, spec)
     assert (human.fps, human.terminal, human.log_path) == (12.0, "/dev/pts/7", str(tmp_path / "human_labels.csv"))
-    interface = InterfaceConfig.from_preference_config(config, human, None, selection_ckpt="a.ckpt")
+    interface = interface_config(config, human, None, selection_ckpt="a.ckpt")
     assert (interface.max_segs, interface.seed, interface.pairs_per_segment, interface.n_candidate_pairs,
             interface.schedule, interface.human) == (33, 11, 0.5, 9, config.schedule, human)
     assert interface.selection_ckpt is None  # pair_selection="random" asks no ensemble
     assert interface.journal_log_dir == str(tmp_path)
 
 
-def test_worker_settings_fill_each_field_by_name_renamed_or_derived():
-    from dataclasses import dataclass
+def test_no_worker_setting_restates_a_default_of_the_run_settings():
+    """A worker's setting that PreferenceConfig also has takes its value from there: it has no default of its own
+    to drift from the run's (those with a default are the engines' own, with no PreferenceConfig setting)."""
+    import dataclasses
 
-    from drlhp.config import worker_settings
+    from drlhp.labelling.human import HumanConfig
+    from drlhp.labelling.web.labeller import WebConfig
+    from drlhp.labels.store import LabelStoreConfig
+    from drlhp.reward.learner import LearnerConfig
+    from drlhp.runtime.settings import InterfaceConfig, TrainerConfig
 
-    @dataclass(frozen=True)
-    class Settings:
-        seed: int | None  # same name
-        lr: float  # renamed
-        schedule: object  # a property of PreferenceConfig
-        derived: str
-        own: int = 3  # no PreferenceConfig setting: its default
-
-    config = PreferenceConfig(seed=4, reward_predictor_lr=0.25)
-    settings = worker_settings(Settings, config, {"lr": "reward_predictor_lr"}, derived="x")
-    assert settings == Settings(4, 0.25, config.schedule, "x", 3)
+    own_defaults = {"n_val_pairs", "n_normaliser_segments"}
+    for cls in (LearnerConfig, LabelStoreConfig, HumanConfig, WebConfig, TrainerConfig, InterfaceConfig):
+        defaulted = {f.name for f in dataclasses.fields(cls)
+                     if f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING}
+        assert defaulted <= own_defaults, f"{cls.__name__} restates defaults: {sorted(defaulted - own_defaults)}"

@@ -7,6 +7,7 @@ import textwrap
 import time
 
 import pytest
+import torch
 from conftest import FAST, FakePixelEnv, step_until, wait_for
 
 from drlhp import HumanPreferencesEnvWrapper, PrefDB, PrefDBFormatError, WorkerError
@@ -38,6 +39,7 @@ class FailingLabeller:
     (dict(prefs_dir="/nonexistent"), "prefs_dir"),
     (dict(pretrained_reward_predictor_dir="/nonexistent"), "pretrained_reward_predictor_dir"),
     (dict(collect_prefs=False, train_reward=True), "prefs_dir"),
+    (dict(reward_predictor_device="gpu"), r"reward_predictor_device='gpu' is not a torch device .*'cpu'"),
 ])
 def test_bad_arguments_fail_at_construction(tmp_path, kwargs, message):
     with pytest.raises(ValueError, match=message):
@@ -50,6 +52,12 @@ def test_corrupt_prefs_file_fails_at_construction_with_its_reason(tmp_path):
     with pytest.raises(PrefDBFormatError, match="not a valid drlhp preference database"):
         HumanPreferencesEnvWrapper(FakePixelEnv(), prefs_dir=str(tmp_path), collect_prefs=False,
                                    log_dir=str(tmp_path / "log"), **FAST)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
+def test_a_device_the_trainer_cannot_find_fails_at_construction_with_the_fix(tmp_path):
+    with pytest.raises(ValueError, match=r"reward_predictor_device='cuda', but torch finds 0 CUDA.*'auto'"):
+        HumanPreferencesEnvWrapper(FakePixelEnv(), log_dir=str(tmp_path), reward_predictor_device="cuda", **FAST)
 
 
 def test_corrupt_pretrained_checkpoint_is_refused(tmp_path):
@@ -204,7 +212,7 @@ def test_a_stop_flag_can_be_set_after_a_process_polling_it_was_sigkilled():
     import multiprocessing
     import threading
 
-    from drlhp.pipeline.workers import StopFlag
+    from drlhp.runtime.shared import StopFlag
 
     ctx = multiprocessing.get_context("spawn")
     for _ in range(3):

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from drlhp.clips.segments import Segment, pack
-from drlhp.labelling.journal import JournalWriter, read_journal
+from drlhp.labels.journal import JournalWriter, read_journal
 from drlhp.pref_db import PrefBuffer
 from drlhp.storage.layout import LogDir
 
@@ -120,3 +120,20 @@ def test_snapshot_plus_journal_rebuild_the_database_through_crashes_between_snap
         assert sorted(got.segments) == sorted(want.segments)
         for i in want.segments:
             assert np.array_equal(got.segments[i].frames, want.segments[i].frames)
+
+
+def test_reading_a_database_routes_the_journals_labels_by_the_runs_own_split(tmp_path):
+    segs = clips(12)
+    run = PrefBuffer(max_prefs=100, val_fraction=0.5)  # not the default 0.2: every second label to validation
+    writer = JournalWriter(str(tmp_path), Snapshot())
+    for seq in range(10):
+        a, b = segs[seq], segs[seq + 1]
+        writer.append(seq, a, b, 1.0, "SyntheticLabeller")
+        run.add(a, b, 1.0, seq)
+        if seq == 3:
+            run.save(str(tmp_path))  # a snapshot of the first four; the other six only in the journal
+    writer.close()
+    read = PrefBuffer.load_all(str(tmp_path))  # show-prefs, eval-reward, plot: they do not know the run's settings
+    assert read.val_fraction == 0.5 and (len(read.train_db), len(read.val_db)) == (5, 5) == (
+        len(run.train_db), len(run.val_db))
+    assert len(PrefBuffer.load_all(str(tmp_path), val_fraction=0.5).val_db) == 5  # or told

@@ -6,10 +6,10 @@ import torch
 from scipy.stats import spearmanr
 
 import drlhp  # noqa: F401  (registers drlhp/MovingDot-v0)
+from drlhp.clips.cutting import SegmentBuilder
 from drlhp.clips.frames import infer_frame_spec
 from drlhp.clips.segments import Segment
 from drlhp.labellers import SyntheticLabeller
-from drlhp.pipeline.clip_cutting import SegmentBuilder
 from drlhp.pref_db import PrefDB
 from drlhp.reward.predictor import ARCHS
 from drlhp.reward.trainer import RewardTrainer

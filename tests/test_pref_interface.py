@@ -5,7 +5,7 @@ import pytest
 
 from drlhp.clips.segments import Segment
 from drlhp.labellers import SyntheticLabeller
-from drlhp.pipeline.messages import ForgetSegment, Preference, SegmentData
+from drlhp.labels.stream import ForgetSegment, Preference, SegmentData
 from drlhp.pref_interface import PrefInterface
 
 
@@ -99,3 +99,140 @@ def test_episode_tracker_follows_each_env_apart_when_their_segments_interleave()
     arrivals = [(0, 0, 0), (1, 1, 1), (2, 0, 0), (3, 1, 1), (4, 2, 0), (5, 1, 1)]
     finished = [tracker.add(Segment(i, frames, rewards, episode, env)) for i, episode, env in arrivals]
     assert [None if f is None else [s.seg_id for s in f] for f in finished] == [None, None, None, None, [0, 2], None]
+
+
+def test_the_interface_asks_as_the_schedule_allows_and_journals_each_label_before_sending_it(tmp_path):
+    from drlhp.labelling.schedule import LabelSchedule
+    from drlhp.labels.journal import JournalWriter, read_journal
+
+    out = queue.Queue()
+    journal = JournalWriter(str(tmp_path), lambda: 0)
+    schedule = LabelSchedule(budget=10, initial=3, kind="constant", horizon=100)
+    iface = PrefInterface(SyntheticLabeller(), out, max_segs=20, seed=0, journal=journal, schedule=schedule)
+    for i in range(8):
+        iface.receive(seg(i, i))
+    assert not iface.segments  # received clips join the buffer at the next step
+    for _ in range(10):
+        iface.step(env_steps=0)
+    labels = [m for m in out.queue if isinstance(m, Preference)]
+    assert len(iface.segments) == 8 and iface.n_asked == iface.n_sent == len(labels) == 3  # the initial batch
+    assert [r.seq for r in read_journal(str(tmp_path))] == [0, 1, 2]
+    for _ in range(10):
+        iface.step(env_steps=50)  # half the horizon: half the other 7 labels
+    assert iface.n_asked == 3 + 3
+    for label in labels:  # each from the true returns
+        assert label.label == (1.0 if label.seg_id_a > label.seg_id_b else 0.0)
+    iface.close()
+
+
+def test_a_concurrent_labeller_gets_pairs_on_offer_and_its_answers_are_recorded():
+    from drlhp.labelling.web.pool import Answer
+
+    class Page:  # the web page's part of the labeller's interface, answering whatever is on offer
+        pairs_per_segment = None
+
+        def __init__(self):
+            self.offered, self.progress, self.closed = [], None, False
+
+        def offer(self, a, b):
+            self.offered.append((a, b))
+
+        def wants_pairs(self):
+            return len(self.offered) < 2
+
+        def take_answers(self):
+            answers = [Answer(a, b, 1.0 if k == 0 else None, "ann", 2.0, k) for k, (a, b) in enumerate(self.offered)]
+            self.offered = []
+            return answers
+
+        def set_progress(self, run_labels, asked):
+            self.progress = (run_labels, asked)
+
+        def acknowledge(self, answer):
+            answer.done.set_result(True)
+
+        def label(self, a, b):
+            raise TypeError
+
+        def close(self):
+            self.closed = True
+
+    out, page = queue.Queue(), Page()
+    iface = PrefInterface(page, out, max_segs=10, seed=0)
+    for i in range(4):
+        iface.receive(seg(i, i))
+    iface.step(env_steps=0)  # two pairs go on offer
+    iface.step(env_steps=0)  # their answers come back: one label, one "can't tell"; two more pairs on offer
+    labels = [m for m in out.queue if isinstance(m, Preference)]
+    assert len(labels) == 1 and labels[0].labeller == "web:ann" and labels[0].seconds == 2.0
+    assert iface.n_asked == 4 and iface.n_sent == 1 and page.progress == (1, 4)
+    iface.close()  # the answers that came in as it stopped are recorded too
+    assert page.closed and len([m for m in out.queue if isinstance(m, Preference)]) == 2
+
+
+def test_a_labeller_that_shows_episodes_is_shown_each_one_as_it_ends():
+    class Watcher(SyntheticLabeller):
+        def __init__(self):
+            super().__init__()
+            self.episodes = []
+
+        def show_episode(self, frames):
+            self.episodes.append(len(frames))
+
+    watcher = Watcher()
+    iface = PrefInterface(watcher, queue.Queue(), max_segs=10, seed=0)
+    frames, rewards = np.zeros((2, 3, 3), np.uint8), np.zeros(2)
+    for i, episode in enumerate([0, 0, 0, 1]):
+        iface.receive(Segment(i, frames, rewards, episode, 0))
+    assert watcher.episodes == [6]  # episode 0's three clips of two frames, once episode 1 began
+
+
+class LongerClipWins:
+    """A labeller of a user's own, as docs/labelling.md shows one: only Labeller's three members."""
+
+    pairs_per_segment = 1.0
+
+    def __init__(self):
+        self.closed = False
+
+    def label(self, a, b):
+        return 0.5 if a.rewards.sum() == b.rewards.sum() else float(a.rewards.sum() > b.rewards.sum())
+
+    def close(self):
+        self.closed = True
+
+
+def test_a_users_own_labeller_meets_the_labeller_protocol_and_nothing_more_is_asked_of_it():
+    from drlhp.labellers import ConcurrentLabeller, Labeller, ServesPage, ShowsEpisodes, TimesAnswers
+
+    mine = LongerClipWins()
+    assert isinstance(mine, Labeller)
+    assert not isinstance(mine, (ShowsEpisodes, TimesAnswers, ConcurrentLabeller, ServesPage))
+    out = queue.Queue()
+    iface = PrefInterface(mine, out, max_segs=10, seed=0)
+    assert not iface.concurrent
+    for i, episode in enumerate([0, 0, 1, 1]):  # an episode ends: nothing to show it to, no error
+        iface.receive(Segment(i, np.zeros((2, 3, 3), np.uint8), np.full(2, float(i)), episode, 0))
+        iface.step(env_steps=i)
+    labels = [m for m in out.queue if isinstance(m, Preference)]
+    assert len(labels) == 3 and all(m.labeller == "LongerClipWins" and m.seconds is None for m in labels)
+    iface.close()
+    assert mine.closed
+
+
+def test_the_built_in_labellers_declare_what_the_interface_asks_of_them():
+    from drlhp.labellers import ConcurrentLabeller, Labeller, ServesPage, ShowsEpisodes, TimesAnswers
+    from drlhp.labelling.human import HumanLabeller
+
+    synthetic = SyntheticLabeller()
+    assert isinstance(synthetic, Labeller) and not isinstance(synthetic, (ShowsEpisodes, ConcurrentLabeller))
+    person = object.__new__(HumanLabeller)  # its __init__ opens a window and a terminal
+    person.last_seconds = None
+    assert isinstance(person, ShowsEpisodes) and isinstance(person, TimesAnswers)
+    assert not isinstance(person, ConcurrentLabeller)
+    pytest.importorskip("aiohttp")
+    from drlhp.labelling.web.labeller import WebLabeller
+
+    page = object.__new__(WebLabeller)  # its __init__ starts the web server
+    page.url = "http://127.0.0.1:1/?token=t"
+    assert isinstance(page, ConcurrentLabeller) and isinstance(page, ServesPage) and isinstance(page, ShowsEpisodes)

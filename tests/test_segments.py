@@ -3,9 +3,9 @@ import multiprocessing
 import numpy as np
 from conftest import wait_for
 
+from drlhp.clips.cutting import EpisodeClips, SegmentBuilder
 from drlhp.clips.frames import infer_frame_spec
-from drlhp.pipeline.clip_cutting import EpisodeClips, SegmentBuilder
-from drlhp.pipeline.segment_channel import SegmentChannel
+from drlhp.runtime.segment_channel import SegmentChannel
 
 SPEC = infer_frame_spec(np.zeros((6, 6, 1), np.uint8))
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import os
 import shutil
@@ -20,14 +21,21 @@ pytest.importorskip("PIL")
 
 from conftest import FakePixelEnv, gone, wait_for  # noqa: E402
 
-from drlhp import HumanPreferencesEnvWrapper  # noqa: E402
+from drlhp import HumanPreferencesEnvWrapper, PreferenceConfig  # noqa: E402
 from drlhp.clips.frames import infer_frame_spec  # noqa: E402
 from drlhp.clips.segments import Segment  # noqa: E402
 from drlhp.labelling.web.labeller import WebConfig, WebLabeller  # noqa: E402
 from drlhp.labelling.web.server import MAX_BODY_BYTES  # noqa: E402
 from drlhp.pref_db import PrefBuffer  # noqa: E402
+from drlhp.runtime.settings import web_config  # noqa: E402
 
 TOKEN = "test-token-0123456789abcdef"
+
+
+def page_settings(spec, port: int) -> WebConfig:
+    """The page's settings as a run's with ``web_port=port``, but with a known token and no answers log."""
+    run = PreferenceConfig(synthetic_preferences=False, labelling="web", web_port=port)
+    return dataclasses.replace(web_config(run, spec), token=TOKEN, log_path=None)
 
 
 def http(url, body=None, headers=None, raw=None, content_type="application/json"):
@@ -47,7 +55,7 @@ def http(url, body=None, headers=None, raw=None, content_type="application/json"
 def served():
     """A labeller serving two pairs, and a thread playing the interface: it acknowledges answers."""
     spec = infer_frame_spec(np.zeros((8, 8, 3), np.uint8))
-    labeller = WebLabeller(WebConfig(spec, TOKEN, port=0))
+    labeller = WebLabeller(page_settings(spec, 0))
     frames = [np.full((3, 8, 8, 3), i * 40, np.uint8) for i in range(4)]
     segs = [Segment(i, frames[i], np.zeros(3)) for i in range(4)]
     labeller.offer(segs[0], segs[1])
@@ -143,7 +151,7 @@ def test_a_busy_port_is_a_clear_error(served):
     port = int(base.rsplit(":", 1)[1])
     spec = infer_frame_spec(np.zeros((8, 8, 3), np.uint8))
     with pytest.raises(OSError, match=f"cannot serve the labelling page on 127.0.0.1:{port}.*web_port=0"):
-        WebLabeller(WebConfig(spec, TOKEN, port=port))
+        WebLabeller(page_settings(spec, port))
 
 
 def test_every_acknowledged_answer_survives_a_sigkill_of_the_main_program(tmp_path):

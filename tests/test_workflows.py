@@ -87,8 +87,9 @@ def test_a_reward_network_whose_output_does_not_vary_is_reported_once_and_reward
     for i in range(20):
         buffer.add(Segment(2 * i, frame_stack, np.zeros(5)), Segment(2 * i + 1, frame_stack, np.ones(5)), 0.0)
     buffer.save(str(tmp_path / "prefs"))
-    with caplog.at_level(logging.WARNING, logger="drlhp.trainer"):
-        train_reward(str(tmp_path / "prefs"), str(tmp_path / "run"), steps=30, ckpt_interval=10, ensemble_size=1)
+    with caplog.at_level(logging.WARNING, logger="drlhp.learner"):
+        train_reward(str(tmp_path / "prefs"), str(tmp_path / "run"), steps=30, reward_predictor_ckpt_interval=10,
+                     ensemble_size=1)
     flat = [r.getMessage() for r in caplog.records if "hardly varies" in r.getMessage()]
     assert len(flat) == 1 and "reward_predictor_batchnorm=True" in flat[0], caplog.text
     predictor = RewardPredictor.load(str(tmp_path / "run" / CKPT))

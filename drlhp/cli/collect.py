@@ -9,6 +9,7 @@ from typing import Callable
 import gymnasium
 import numpy as np
 
+from drlhp.errors import ConfigError, MissingExtraError
 from drlhp.frontends.env_wrapper import HumanPreferencesEnvWrapper
 
 SB3_ALGOS = ("ppo", "a2c", "dqn", "sac", "td3", "ddpg")
@@ -25,23 +26,23 @@ def make_env(env_id: str) -> gymnasium.Env:
         try:
             import ale_py
         except ImportError as e:
-            raise ImportError(f"{env_id} needs ale-py: pip install ale-py") from e
+            raise MissingExtraError(f"{env_id} needs ale-py: pip install ale-py") from e
         gymnasium.register_envs(ale_py)
     try:
         return gymnasium.make(env_id)
     except gymnasium.error.Error as e:
-        raise ValueError(f"cannot make env {env_id!r}: {e}. Pass an id gymnasium.make accepts, e.g. "
+        raise ConfigError(f"cannot make env {env_id!r}: {e}. Pass an id gymnasium.make accepts, e.g. "
                          "drlhp/MovingDot-v0, ALE/Pong-v5, or my_module:MyEnv-v0 for one your module registers") from e
 
 
 def load_policy(path: str, algo: str) -> Callable[[np.ndarray], np.ndarray]:
     """An SB3 model's deterministic action for an observation."""
     if algo not in SB3_ALGOS:
-        raise ValueError(f"--algo must be one of {SB3_ALGOS}, got {algo!r}")
+        raise ConfigError(f"--algo must be one of {SB3_ALGOS}, got {algo!r}")
     try:
         sb3 = importlib.import_module("stable_baselines3")
     except ImportError as e:
-        raise ImportError('--policy needs Stable-Baselines3: pip install "drlhp[sb3]"') from e
+        raise MissingExtraError('--policy needs Stable-Baselines3: pip install "drlhp[sb3]"') from e
     model = getattr(sb3, algo.upper()).load(path, device="cpu")
     return lambda obs: model.predict(obs, deterministic=True)[0]
 
@@ -63,7 +64,7 @@ def collect(env_id: str, log_dir: str, n_labels: int, policy: str | None = None,
         env.action_space.seed(seed)
         obs, _ = wrapped.reset(seed=seed)
         seen = -1
-        while (n := wrapped.stats()["run_labels"]) < n_labels:
+        while (n := wrapped.stats().run_labels or 0) < n_labels:  # None only on a Ray runner
             if on_label is not None and n != seen:
                 on_label(n)
                 seen = n
@@ -72,5 +73,5 @@ def collect(env_id: str, log_dir: str, n_labels: int, policy: str | None = None,
             if terminated or truncated:
                 obs, _ = wrapped.reset()
         if on_label is not None:
-            on_label(wrapped.stats()["run_labels"])
+            on_label(wrapped.stats().run_labels or 0)
         return wrapped.save_prefs()

@@ -25,6 +25,7 @@ import os
 
 import numpy as np
 
+from drlhp.errors import ConfigError, FileFormatError
 from drlhp.storage.layout import LogDir
 
 COLUMNS = ("run", "session", "session_start_step", "agent_steps", "true_episode_return", "episode_length",
@@ -45,7 +46,7 @@ def read_rows(path: str) -> list[dict]:
         rows = list(csv.DictReader(f))
     missing = set(COLUMNS) - set(rows[0]) if rows else set()
     if missing:
-        raise ValueError(f"{path} is not a learning curve: it lacks the columns {sorted(missing)}")
+        raise FileFormatError(f"{path} is not a learning curve: it lacks the columns {sorted(missing)}")
     return rows
 
 
@@ -54,7 +55,7 @@ class LearningCurveWriter:
 
     def __init__(self, log_dir: str, run: str, session: int, session_start_step: int) -> None:
         if run not in RUNS:
-            raise ValueError(f"run must be one of {RUNS}, got {run!r}")
+            raise ConfigError(f"run must be one of {RUNS}, got {run!r}")
         path = learning_curve_path(log_dir)
         os.makedirs(log_dir, exist_ok=True)
         new_file = not os.path.exists(path) or os.path.getsize(path) == 0
@@ -79,13 +80,13 @@ class LearningCurveWriter:
 def next_session(log_dir: str, run: str) -> int:
     """The session number a new process of the run in ``log_dir`` writes under (0 for a new run).
 
-    Raises ``ValueError`` if the file holds another kind of run: two kinds of run never share a curve.
+    Raises ``FileFormatError`` if the file holds another kind of run: two kinds of run never share a curve.
     """
     path = learning_curve_path(log_dir)
     rows = read_rows(path)
     other = {r["run"] for r in rows} - {run}
     if other:
-        raise ValueError(f"{path} holds the learning curve of a {'/'.join(sorted(other))} run, not a {run} run: "
+        raise FileFormatError(f"{path} holds the learning curve of a {'/'.join(sorted(other))} run, not a {run} run: "
                          f"resume it with the same kind of run, or use a new --log-dir")
     return max((int(r["session"]) for r in rows), default=-1) + 1
 

@@ -19,7 +19,7 @@ import time
 from tqdm import tqdm
 
 from drlhp.config import PreferenceConfig
-from drlhp.reward.augment import Augmentation
+from drlhp.errors import ConfigError
 from drlhp.reward.predictor import ARCHS
 from drlhp.storage.layout import LogDir
 
@@ -67,7 +67,7 @@ def cmd_collect(args) -> None:
         bar.get().update(min(n, args.labels) - bar.get().n)
 
     if args.synthetic and args.web:
-        raise ValueError("choose one of --synthetic and --web")
+        raise ConfigError("choose one of --synthetic and --web")
     # A person answering in this terminal: the questions count the pairs, a bar would overwrite them.
     in_terminal = not (args.synthetic or args.web)
     paths = collect(args.env_id, args.log_dir, args.labels, args.policy, args.algo,
@@ -88,14 +88,9 @@ def cmd_train_reward(args) -> None:
         bar.get().total = total
         bar.get().update(step - bar.get().n)
 
+    settings = {name: getattr(args, name) for name in args.settings}
     row = train_reward(args.prefs_dir, args.log_dir, args.steps, args.epochs, on_step=on_step,
-                       batch_size=args.batch_size, lr=args.lr, ckpt_interval=args.ckpt_interval,
-                       dropout=args.dropout, batchnorm=args.batchnorm, weight_decay=args.weight_decay,
-                       ensemble_size=args.ensemble_size, adaptive_l2=args.adaptive_l2,
-                       noise_prob=args.noise_prob, val_fraction=args.val_fraction, seed=args.seed,
-                       tensorboard_log=args.tensorboard_log, arch=args.arch, torch_threads=args.threads,
-                       augmentation=Augmentation(args.augment_shift, args.temporal_crop_min_length,
-                                                 args.pseudo_label_threshold))
+                       torch_threads=args.threads, **settings)
     bar.close()
     print(f"step {row['training_step']}: validation accuracy {row['val_accuracy']:.3f}, loss {row['val_loss']:.4f}; "
           f"checkpoint in {LogDir(args.log_dir).checkpoint_dir} (pretrained_reward_predictor_dir= loads it)")
@@ -129,6 +124,22 @@ def cmd_plot(args) -> None:
     print(f"wrote {plot(args.log_dir, args.out, args.prefs_dir)}")
 
 
+TRAIN_REWARD_STEPS = 1000  # train-reward's steps when neither --steps nor --epochs is given
+
+
+def _setting(parser: argparse.ArgumentParser, names: list[str], flag: str, name: str, help: str = "",
+             **kwargs) -> None:
+    """A flag for ``PreferenceConfig``'s setting ``name``, with its default (said in the help); adds ``name`` to
+    ``names``."""
+    default = getattr(DEFAULTS, name)
+    if not kwargs.get("action"):  # a flag with a value: its default said, its value named after the flag
+        help = f"{help} (default: {default})".strip()
+        if "choices" not in kwargs:
+            kwargs.setdefault("metavar", flag.lstrip("-").upper().replace("-", "_"))
+    parser.add_argument(flag, dest=name, default=default, help=help, **kwargs)
+    names.append(name)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="drlhp", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -142,48 +153,57 @@ def build_parser() -> argparse.ArgumentParser:
                    "in a window and this terminal)")
     p.add_argument("--web", action="store_true", help="people label on a web page (its address is printed; "
                    "needs drlhp[web])")
-    p.add_argument("--web-port", type=int, default=8765, help="the page's port with --web; 0: any free port")
+    p.add_argument("--web-port", type=int, default=DEFAULTS.web_port,
+                   help=f"the page's port with --web; 0: any free port (default: {DEFAULTS.web_port})")
     p.add_argument("--labels", type=int, default=500, help="labels to gather (default: 500)")
     p.add_argument("--policy", help="an SB3 model .zip to act with, trained on this env's observations "
                    "(default: random actions)")
     p.add_argument("--algo", default="ppo", help="the SB3 algorithm of --policy (default: ppo)")
     p.add_argument("--log-dir", default=f"drlhp_logs/collect/{stamp}", help="where the labels go")
     p.add_argument("--resume", action="store_true", help="add to the labels already in --log-dir")
-    p.add_argument("--segment-length", type=int, default=25)
+    p.add_argument("--segment-length", type=int, default=DEFAULTS.segment_length,
+                   help=f"frames per clip (default: {DEFAULTS.segment_length})")
     p.add_argument("--seed", type=int, default=None)
     p.set_defaults(run=cmd_collect)
 
     p = sub.add_parser("train-reward", help="train a reward network on saved preferences (no env needed)")
     p.add_argument("prefs_dir", help="a log_dir holding labels (train.pkl.gz / val.pkl.gz, label journal)")
     length = p.add_mutually_exclusive_group()
-    length.add_argument("--steps", type=int, default=None, help="training steps (default: 1000)")
+    length.add_argument("--steps", type=int, default=None, help=f"training steps (default: {TRAIN_REWARD_STEPS})")
     length.add_argument("--epochs", type=float, help="passes over the training pairs")
     p.add_argument("--log-dir", default=f"drlhp_logs/train_reward/{stamp}", help="checkpoints and metrics")
-    p.add_argument("--batch-size", type=int, default=DEFAULTS.reward_predictor_batch_size)
-    p.add_argument("--lr", type=float, default=DEFAULTS.reward_predictor_lr)
-    p.add_argument("--ckpt-interval", type=int, default=100, help="checkpoint (and validate) every this many steps")
-    p.add_argument("--dropout", type=float, default=DEFAULTS.reward_predictor_dropout)
-    p.add_argument("--ensemble-size", type=int, default=DEFAULTS.ensemble_size)
-    p.add_argument("--batchnorm", action="store_true")
-    p.add_argument("--arch", choices=ARCHS, default=DEFAULTS.reward_net_arch, help="the reward network for images "
-                   f"(default: {DEFAULTS.reward_net_arch})")
-    p.add_argument("--augment-shift", type=int, default=DEFAULTS.augment_shift,
-                   help=f"random shifts of the clips, in pixels (default: {DEFAULTS.augment_shift}; 0: off)")
-    p.add_argument("--temporal-crop-min-length", type=int, default=DEFAULTS.temporal_crop_min_length,
-                   help=f"temporal crops to at least this many frames (default: {DEFAULTS.temporal_crop_min_length})")
-    p.add_argument("--pseudo-label-threshold", type=float, default=DEFAULTS.pseudo_label_threshold,
-                   help=f"SURF pseudo-labels this sure (default: {DEFAULTS.pseudo_label_threshold}: off)")
+    settings: list[str] = []  # the flags that are the wrappers' settings, passed on by name
+    _setting(p, settings, "--batch-size", "reward_predictor_batch_size", type=int,
+             help="labelled pairs per training step")
+    _setting(p, settings, "--lr", "reward_predictor_lr", type=float, help="Adam's learning rate")
+    _setting(p, settings, "--ckpt-interval", "reward_predictor_ckpt_interval", type=int,
+             help="checkpoint (and validate) every this many steps")
+    _setting(p, settings, "--dropout", "reward_predictor_dropout", type=float, help="dropout probability")
+    _setting(p, settings, "--ensemble-size", "ensemble_size", type=int, help="reward networks in the ensemble")
+    _setting(p, settings, "--batchnorm", "reward_predictor_batchnorm", action="store_true",
+             help="batch normalisation")
+    _setting(p, settings, "--arch", "reward_net_arch", choices=ARCHS, help="the reward network for images")
+    _setting(p, settings, "--augment-shift", "augment_shift", type=int,
+             help="random shifts of the clips, in pixels; 0: off")
+    _setting(p, settings, "--temporal-crop-min-length", "temporal_crop_min_length", type=int,
+             help="temporal crops to at least this many frames")
+    _setting(p, settings, "--pseudo-label-threshold", "pseudo_label_threshold", type=float,
+             help="SURF pseudo-labels this sure; None: off")
     p.add_argument("--threads", type=int, default=None, help="torch threads (default: all cores)")
-    p.add_argument("--weight-decay", type=float, default=DEFAULTS.reward_predictor_weight_decay,
-                   help="L2 penalty (its starting value with adaptive L2)")
-    p.add_argument("--no-adaptive-l2", dest="adaptive_l2", action="store_false",
-                   help="keep the L2 penalty fixed instead of steering val/train loss into 1.1-1.5")
-    p.add_argument("--noise-prob", type=float, default=DEFAULTS.noise_prob)
-    p.add_argument("--val-fraction", type=float, default=0.2,
-                   help="used to route journaled labels not yet in a snapshot (default: 0.2)")
-    p.add_argument("--seed", type=int, default=None)
-    p.add_argument("--tensorboard-log", help="also write TensorBoard scalars under this directory")
-    p.set_defaults(run=cmd_train_reward)
+    _setting(p, settings, "--device", "reward_predictor_device",
+             help="the torch device to train on: cpu, auto (CUDA where available) or e.g. cuda:1")
+    _setting(p, settings, "--weight-decay", "reward_predictor_weight_decay", type=float,
+             help="L2 penalty (its starting value with adaptive L2)")
+    _setting(p, settings, "--no-adaptive-l2", "adaptive_l2", action="store_false",
+             help="keep the L2 penalty fixed instead of steering val/train loss into 1.1-1.5")
+    _setting(p, settings, "--noise-prob", "noise_prob", type=float, help="assumed share of random answers")
+    _setting(p, settings, "--val-fraction", "val_fraction", type=float,
+             help="used to route journaled labels not yet in a snapshot")
+    _setting(p, settings, "--seed", "seed", type=int,
+             help="seeds the network's starting weights and the sampling of pairs")
+    _setting(p, settings, "--tensorboard-log", "tensorboard_log",
+             help="also write TensorBoard scalars under this directory")
+    p.set_defaults(run=cmd_train_reward, settings=settings)
 
     p = sub.add_parser("eval-reward", help="accuracy and loss of a checkpoint on saved preferences")
     p.add_argument("checkpoint", help="a reward_predictor.ckpt, or the directory holding it")
@@ -207,7 +227,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "train-reward" and args.steps is None and args.epochs is None:
-        args.steps = 1000
+        args.steps = TRAIN_REWARD_STEPS
     try:
         return args.run(args) or 0
     except (FileNotFoundError, ValueError, ImportError) as e:

@@ -1,83 +1,79 @@
 """Reward training and evaluation on saved preferences, without an env (``drlhp train-reward``, ``eval-reward``).
 
-Training runs the wrapper's own training loop (``RewardTrainingLoop``) in this
-process: the same minibatches, checkpoints, normaliser, validation and metrics
-CSV, so a checkpoint written here is what ``pretrained_reward_predictor_dir``
-loads, and the figures compare one to one with a wrapper's run.
+Training calls the learner the wrappers' trainer process runs (``drlhp.reward.learner``), in this
+process, on the saved database: the same minibatches, checkpoints, normaliser, validation and metrics
+CSV, so a checkpoint written here is what ``pretrained_reward_predictor_dir`` loads, and the figures
+compare one to one with a wrapper's run. It starts no process and makes no queue.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
-import multiprocessing
 import os
-import queue
-import threading
 from dataclasses import dataclass
 from typing import Callable, cast
 
 import numpy as np
 
 from drlhp.clips.frames import check_format, infer_frame_spec
-from drlhp.pipeline.workers import SharedStats
-from drlhp.reward.predictor import (
-    DEFAULT_ARCH,
-    DEFAULT_ENSEMBLE_SIZE,
-    DEFAULT_KEYPOINT_TEMPERATURE,
-    NetConfig,
-    RewardPredictor,
-)
-from drlhp.reward.pref_db import PrefBuffer, clip_format
-from drlhp.reward.tensorboard_log import require_tensorboard
+from drlhp.config import PreferenceConfig
+from drlhp.errors import ConfigError, MissingFileError, NoLabelsError
+from drlhp.labels.pref_db import PrefBuffer, clip_format
+from drlhp.reward.learner import Learner
+from drlhp.reward.metrics import MetricsLog
+from drlhp.reward.predictor import RewardPredictor
 from drlhp.reward.torch_setup import set_up_torch
 from drlhp.reward.trainer import RewardTrainer
-from drlhp.reward.training_loop import RewardTrainingLoop, TrainerConfig
+from drlhp.runtime.settings import learner_config
 from drlhp.storage.layout import LogDir, checkpoint_path
 from drlhp.storage.lock import LogDirLock
+from drlhp.storage.run_dir import set_aside_earlier_logs
 
 
 def train_reward(prefs_dir: str, log_dir: str, steps: int | None = None, epochs: float | None = None,
-                 on_step: Callable[[int, int], None] | None = None, **settings) -> dict:
+                 on_step: Callable[[int, int], None] | None = None, torch_threads: int | None = None,
+                 keypoint_temperature: float | None = None, **settings) -> dict:
     """Train a reward network on the labels in ``prefs_dir``; checkpoints and metrics go to ``log_dir``.
 
     ``steps`` training steps, or ``epochs`` passes over the training pairs (one of them).
-    ``settings``: ``TrainerConfig`` fields (``batch_size``, ``lr``, ``ckpt_interval``, ``seed``,
-    ``val_fraction``, ...) and the network's ``dropout`` / ``batchnorm`` / ``arch`` /
-    ``keypoint_temperature``. ``on_step(step, total)`` reports progress. Returns the last metrics row.
+    ``settings``: the wrappers' reward-training settings, by name (the fields of ``drlhp.PreferenceConfig``:
+    ``reward_predictor_lr``, ``ensemble_size``, ``reward_net_arch``, ``seed``, ...), their defaults the
+    wrappers'. ``torch_threads``: this process's (None: all its cores); ``keypoint_temperature``: the
+    keypoint network's softmax temperature (None: its default). ``on_step(step, total)`` reports
+    progress. Returns the last row of the metrics CSV.
     """
     if (steps is None) == (epochs is None):
-        raise ValueError("give either steps or epochs")
+        raise ConfigError("give either steps or epochs")
     shape, dtype = clip_format(prefs_dir)
-    net = NetConfig(infer_frame_spec(np.zeros(shape[1:], dtype)), settings.pop("dropout", 0.2),
-                    settings.pop("batchnorm", False), n_members=settings.pop("ensemble_size", DEFAULT_ENSEMBLE_SIZE),
-                    arch=settings.pop("arch", DEFAULT_ARCH),
-                    keypoint_temperature=settings.pop("keypoint_temperature", DEFAULT_KEYPOINT_TEMPERATURE))
-    settings.setdefault("n_initial_prefs", 1)
-    if settings.get("tensorboard_log"):
-        require_tensorboard()
-    settings.setdefault("torch_threads", None)  # this process: all its cores unless told
-    config = TrainerConfig(net=net, segment_length=shape[0], log_dir=log_dir, collect_prefs=False, train_reward=True,
-                           prefs_dir=prefs_dir, **settings)
-    set_up_torch(config.torch_threads)
+    config = PreferenceConfig(prefs_dir=prefs_dir, log_dir=log_dir, collect_prefs=False, train_reward=True,
+                              **settings)
+    how = learner_config(config, infer_frame_spec(np.zeros(shape[1:], dtype)))
+    if keypoint_temperature is not None:
+        how = dataclasses.replace(how, net=dataclasses.replace(how.net, keypoint_temperature=keypoint_temperature))
+    set_up_torch(torch_threads, config.seed)  # the seed makes the network's starting weights reproducible
     lock = LogDirLock(log_dir)
     lock.acquire(os.getpid())
     try:
-        stats = SharedStats(multiprocessing.get_context())
-        loop = RewardTrainingLoop(config, None, queue.Queue(), queue.Queue(), threading.Event(), stats)
-        n_train = len(loop.buffer.train_db)
-        if n_train == 0:
-            raise ValueError(f"{prefs_dir!r} has no training pairs")
-        if steps is not None:
-            total = steps
-        else:
-            assert epochs is not None  # checked above: one of steps and epochs is given
-            total = math.ceil(epochs * n_train / config.batch_size)
-        loop.max_steps = loop.step + total
-        if on_step is not None:
-            start = loop.step
-            loop.on_step = lambda step: on_step(step - start, total)
-        loop.run()
-        # run() stops after a training step at max_steps, with a checkpoint that writes a metrics row.
-        return cast(dict, loop.last_metrics)
+        labels = PrefBuffer.load(prefs_dir, config.max_prefs_in_db, config.val_fraction)
+        train_db, val_db = labels.train_db, labels.val_db
+        if len(train_db) == 0:
+            raise NoLabelsError(f"{prefs_dir!r} has no training pairs")
+        total = steps if steps is not None else math.ceil(
+            cast(float, epochs) * len(train_db) / config.reward_predictor_batch_size)
+        set_aside_earlier_logs(log_dir)
+        learner = Learner(how, log_dir)
+        metrics = MetricsLog(LogDir(log_dir).metrics, config.tensorboard_log)
+        row: dict = {}
+        for step in range(1, total + 1):
+            for evaluation in learner.train(1, train_db, val_db):
+                row = metrics.write(evaluation, labels.n_received, labels_asked=0, labels_remaining=None)
+            if on_step is not None:
+                on_step(step, total)
+        if not learner.checkpointed:  # the last step gets its checkpoint (and metrics row) too
+            evaluation = learner.checkpoint(train_db, val_db)
+            row = metrics.write(evaluation, labels.n_received, labels_asked=0, labels_remaining=None)
+        metrics.close()
+        return row
     finally:
         lock.release()
 
@@ -100,7 +96,7 @@ def evaluate_reward(checkpoint: str, prefs_dir: str, split: str = "val", batch_s
         checkpoint = LogDir(checkpoint).checkpoint_dir
     path = checkpoint_path(checkpoint)
     if not os.path.isfile(path):
-        raise FileNotFoundError(f"no checkpoint at {path}: pass a reward_predictor.ckpt, the directory holding it, "
+        raise MissingFileError(f"no checkpoint at {path}: pass a reward_predictor.ckpt, the directory holding it, "
                                 "or the log_dir of a run that trained one")
     predictor = RewardPredictor.load(path)
     buffer = PrefBuffer.load_all(prefs_dir)
@@ -112,7 +108,7 @@ def evaluate_reward(checkpoint: str, prefs_dir: str, split: str = "val", batch_s
                  "Evaluate it on labels of the env and obs_transform_func it was trained with.")
     n_pairs = sum(len(db) for db in dbs)
     if n_pairs == 0:
-        raise ValueError(f"{prefs_dir!r} has no {split} pairs")
+        raise NoLabelsError(f"{prefs_dir!r} has no {split} pairs")
 
     clips = [seg for db in dbs for seg in db.segments.values()]
     total, report = n_pairs + len(clips), on_progress or (lambda done, total: None)

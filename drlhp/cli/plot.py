@@ -9,8 +9,9 @@ import numpy as np
 
 from drlhp.cli.learning_curve import read_learning_curve, smooth
 from drlhp.cli.offline import spearman
+from drlhp.errors import FileFormatError, MissingExtraError, MissingFileError
+from drlhp.labels.pref_db import PrefBuffer
 from drlhp.reward.predictor import RewardPredictor
-from drlhp.reward.pref_db import PrefBuffer
 from drlhp.storage.layout import LogDir
 
 RECENT_CLIPS = 300
@@ -20,12 +21,12 @@ SMOOTHING_EPISODES = 20
 def read_metrics(log_dir: str) -> dict[str, np.ndarray]:
     path = LogDir(log_dir).metrics
     if not os.path.exists(path):
-        raise FileNotFoundError(f"{path} does not exist: point drlhp plot at the log_dir of a run that trained a "
+        raise MissingFileError(f"{path} does not exist: point drlhp plot at the log_dir of a run that trained a "
                                 "reward network (it writes a row per checkpoint)")
     with open(path, newline="") as f:
         rows = list(csv.DictReader(f))
     if not rows:
-        raise ValueError(f"{path} has no rows yet: the run has not written a checkpoint")
+        raise FileFormatError(f"{path} has no rows yet: the run has not written a checkpoint")
     return {key: np.array([float(r[key]) for r in rows]) for key in rows[0]}
 
 
@@ -40,7 +41,7 @@ def plot(log_dir: str, out: str | None = None, prefs_dir: str | None = None) -> 
     try:
         import matplotlib
     except ImportError as e:
-        raise ImportError('drlhp plot draws with matplotlib: pip install "drlhp[plot]"') from e
+        raise MissingExtraError('drlhp plot draws with matplotlib: pip install "drlhp[plot]"') from e
     matplotlib.use("Agg")  # a file, never a window
     import matplotlib.pyplot as plt
 

@@ -15,11 +15,12 @@ import sys
 from collections import Counter
 
 from drlhp.clips.frames import infer_frame_spec
+from drlhp.config import PreferenceConfig
+from drlhp.labelling.answers import LABEL_NAMES
 from drlhp.labelling.display import auto_zoom, compose_pair, display_problem, displayable
-from drlhp.reward.pref_db import PrefBuffer, PrefDB
+from drlhp.labels.pref_db import PrefBuffer, PrefDB
 from drlhp.storage.layout import TRAIN_FILE, VAL_FILE
 
-LABEL_NAMES = {1.0: "LEFT better", 0.0: "RIGHT better", 0.5: "equally good"}
 WINDOW = "drlhp: saved preference"
 
 
@@ -44,7 +45,7 @@ def summary(dbs: list[tuple[str, PrefDB]]) -> str:
     return "\n".join(lines)
 
 
-def replay(dbs: list[tuple[str, PrefDB]], fps: float = 20.0, zoom: int = 0) -> None:
+def replay(dbs: list[tuple[str, PrefDB]], fps: float = PreferenceConfig.display_fps, zoom: int = 0) -> None:
     from drlhp.labelling.human import import_cv2_gui
 
     cv2 = import_cv2_gui()
@@ -77,7 +78,8 @@ def main(argv=None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("path", help="a train.pkl.gz / val.pkl.gz file, or the directory holding them")
     parser.add_argument("--summary", action="store_true", help="print counts only; open no window")
-    parser.add_argument("--fps", type=float, default=20.0)
+    parser.add_argument("--fps", type=float, default=PreferenceConfig.display_fps,
+                        help=f"frames a second (default: {PreferenceConfig.display_fps}, as labelling shows them)")
     parser.add_argument("--zoom", type=int, default=0, help="whole-number zoom (0: automatic)")
     args = parser.parse_args(argv)
     dbs = load(args.path)

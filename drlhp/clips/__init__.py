@@ -1,1 +1,2 @@
-"""The data every process shares: what a frame looks like, and clips (segments) of frames."""
+"""What a frame and a clip are: the frame format, clips (segments) of frames and their packing, and cutting each
+env's steps into clips of one episode."""

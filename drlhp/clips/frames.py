@@ -11,6 +11,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from drlhp.errors import ObservationError
+
 LAYOUTS = ("vector", "HW", "HWC", "CHW", "SHWC")
 
 
@@ -53,7 +55,7 @@ class FrameSpec:
 
 
 def infer_frame_spec(frame: object) -> FrameSpec:
-    """Work out the layout of ``frame``, or raise ``ValueError`` saying how to fix it.
+    """Work out the layout of ``frame``, or raise ``ObservationError`` saying how to fix it.
 
     A 3-D array is read as channels-last unless its last axis is longer than its
     first, which is how channels-first frame stacks (4, 84, 84) look.
@@ -63,13 +65,13 @@ def infer_frame_spec(frame: object) -> FrameSpec:
         "(HxW, HxWxC, CxHxW or a stack SxHxWxC) or a flat feature vector."
     )
     if not isinstance(frame, np.ndarray):
-        raise ValueError(
+        raise ObservationError(
             f"Observations must be NumPy arrays, got {type(frame).__name__}. {fix}"
         )
     if not (np.issubdtype(frame.dtype, np.integer) or np.issubdtype(frame.dtype, np.floating)):
-        raise ValueError(f"Observation dtype {frame.dtype} is not numeric. {fix}")
+        raise ObservationError(f"Observation dtype {frame.dtype} is not numeric. {fix}")
     if frame.size == 0 or min(frame.shape, default=0) < 1:
-        raise ValueError(f"Observation shape {frame.shape} is empty. {fix}")
+        raise ObservationError(f"Observation shape {frame.shape} is empty. {fix}")
     shape = tuple(int(x) for x in frame.shape)
     if frame.ndim == 1:
         layout = "vector"
@@ -80,20 +82,21 @@ def infer_frame_spec(frame: object) -> FrameSpec:
     elif frame.ndim == 4:
         layout = "SHWC"
     else:
-        raise ValueError(f"Observation shape {frame.shape} is neither an image nor a flat vector. {fix}")
+        raise ObservationError(f"Observation shape {frame.shape} is neither an image nor a flat vector. {fix}")
     return FrameSpec(shape, frame.dtype.str, layout)
 
 
 def check_format(found: str, found_shape: tuple[int, ...], found_dtype, expected: str,
                  expected_shape: tuple[int, ...], expected_dtype, fix: str) -> None:
-    """Raise ``ValueError`` saying both formats and ``fix`` unless the shapes and dtypes agree.
+    """Raise ``ObservationError`` saying both formats and ``fix`` unless the shapes and dtypes agree.
 
     ``found`` and ``expected`` name the two sides, e.g. "The labels in DIR are of clips" and
     "this run makes clips": each is followed by "of shape ... and dtype ...".
     """
     if tuple(found_shape) != tuple(expected_shape) or np.dtype(found_dtype) != np.dtype(expected_dtype):
-        raise ValueError(f"{found} of shape {tuple(found_shape)} and dtype {np.dtype(found_dtype)}, but {expected} of "
-                         f"shape {tuple(expected_shape)} and dtype {np.dtype(expected_dtype)}. {fix}")
+        raise ObservationError(f"{found} of shape {tuple(found_shape)} and dtype {np.dtype(found_dtype)}, but "
+                               f"{expected} of shape {tuple(expected_shape)} and dtype {np.dtype(expected_dtype)}. "
+                               f"{fix}")
 
 
 def frames_to_net_input(frames: np.ndarray, spec: FrameSpec) -> torch.Tensor:

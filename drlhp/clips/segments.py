@@ -1,6 +1,6 @@
 """Clips (segments) of frames as every process holds them: plain, or with their frames compressed.
 
-Cutting the observation stream into clips is ``drlhp.pipeline.clip_cutting``'s job.
+Cutting the observation stream into clips is ``drlhp.clips.cutting``'s job.
 """
 from __future__ import annotations
 
@@ -47,9 +47,9 @@ def unpack_frames(data: bytes, shape: tuple[int, ...], dtype: np.dtype | str) ->
 class PackedSegment:
     """A ``Segment`` whose frames are kept zlib-compressed in memory; ``frames`` decompresses them.
 
-    Why: the trainer holds thousands of clips, and pixel clips compress well
-    (a 25-frame Pong clip with a 4-frame stack: 0.7 MB -> ~9 kB, 80x; 0.9 ms to pack,
-    0.7 ms to unpack). A training step unpacks only its minibatch.
+    Why: the trainer holds thousands of clips, and pixel clips compress well and
+    quickly (docs/benchmarks.md, "Memory" and "Figures behind the code"). A training
+    step unpacks only its minibatch.
     """
 
     __slots__ = ("seg_id", "rewards", "episode", "env_index", "_data", "_shape", "_dtype")

@@ -1,7 +1,7 @@
 """What travels from env runners to the preference service: a capped, compressed stream of clips.
 
-A Pong runner cuts ~100 clips/s of 0.7 MB each; the service needs a pool of a few
-hundred recent candidates and a person labels a pair every few seconds. So each
+A Pong runner cuts more than a hundred clips a second, 0.7 MB each (docs/benchmarks.md); the
+service needs a pool of a few hundred recent candidates and a person labels a pair every few seconds. So each
 runner keeps only its share of a cluster-wide rate (``RateCap``) and sends the
 clips it keeps zlib-compressed (``PackedClip``: about 80x smaller for Pong).
 """
@@ -14,6 +14,7 @@ from typing import Callable
 import numpy as np
 
 from drlhp.clips.segments import pack_frames, unpack_frames
+from drlhp.errors import ConfigError
 
 
 class RateCap:
@@ -25,7 +26,7 @@ class RateCap:
 
     def __init__(self, rate: float, burst: float = 1.0, clock: Callable[[], float] = time.monotonic) -> None:
         if rate <= 0:
-            raise ValueError(f"a clip rate must be > 0 clips/s, got {rate}")
+            raise ConfigError(f"a clip rate must be > 0 clips/s, got {rate}")
         self.rate, self.burst, self._clock = rate, max(1.0, burst), clock
         self._tokens, self._last = self.burst, clock()
 

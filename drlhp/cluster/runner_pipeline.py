@@ -1,6 +1,6 @@
 """A runner's end of a cluster's preference pipeline: clips out to the service, reward weights in.
 
-It has the per-step interface of ``drlhp.pipeline.preference_pipeline.PreferencePipeline`` (``step``,
+It has the per-step interface of ``drlhp.runtime.pipeline.PreferencePipeline`` (``step``,
 ``end_episode``, ``close``, ...), so drlhp's own front-ends drive it unchanged
 (``drlhp.cluster.runner_env``). Nothing on the step path waits on the network:
 
@@ -23,11 +23,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from drlhp.clips.cutting import EpisodeClips
 from drlhp.cluster.clip_stream import PackedClip, RateCap
 from drlhp.cluster.service import import_ray, service_actor
-from drlhp.pipeline.clip_cutting import EpisodeClips
 from drlhp.reward.predictor import RewardPredictor
 from drlhp.reward.torch_setup import set_up_torch
+from drlhp.runtime.stats import PipelineStats
 
 #: Unanswered clip batches a runner allows before it drops new ones (the service is behind).
 MAX_BATCHES_IN_FLIGHT = 4
@@ -114,10 +115,18 @@ class RunnerPipeline:
     def check_workers(self) -> None:
         """Nothing to check here: the driver's ``PreferenceService.check()`` reports the service's failures."""
 
-    def stats(self) -> dict:
-        """This runner's counters: clips cut, sent, over its share, dropped; its weights' version and step."""
-        return {"n_envs": self.n_envs, **self.counts, "weights_version": self._weights_version,
-                "predictor_training_step": self.predictor.training_step if self.predictor else None}
+    def stats(self) -> PipelineStats:
+        """This runner's counters: clips cut, sent, over its share, dropped; its weights' version and step.
+
+        The labels and training steps are the service's (``PreferenceService.stats()``): None here."""
+        c = self.counts
+        return PipelineStats(
+            n_envs=self.n_envs, segments_sent=c["clips_sent"],
+            segments_dropped=c["clips_over_share"] + c["clips_dropped_backlog"],
+            tail_frames_dropped=self._clips.n_tail_frames_dropped,
+            predictor_training_step=self.predictor.training_step if self.predictor else None,
+            clips_cut=c["clips_cut"], clips_over_share=c["clips_over_share"],
+            clips_dropped_backlog=c["clips_dropped_backlog"], weights_version=self._weights_version)
 
     def close(self) -> None:
         """Send what is kept (once; not after Ray has shut down)."""

@@ -24,10 +24,10 @@ from typing import TYPE_CHECKING, Any
 from drlhp.clips.frames import FrameSpec, infer_frame_spec
 from drlhp.cluster.clip_stream import PackedClip, RateCap
 from drlhp.config import PreferenceConfig
-from drlhp.errors import PreferenceServiceDied
-from drlhp.pipeline.preference_pipeline import PreferencePipeline
-from drlhp.pipeline.workers import WorkerError
+from drlhp.errors import ConfigError, MissingExtraError, PreferenceServiceDied, UsageError, WorkerError
+from drlhp.labelling.terminal import CONTROLLING_TERMINAL
 from drlhp.reward.torch_setup import set_up_torch
+from drlhp.runtime.pipeline import PreferencePipeline
 
 if TYPE_CHECKING:
     from drlhp.reward.predictor import RewardPredictor
@@ -42,7 +42,7 @@ def import_ray():
     try:
         import ray
     except ImportError as e:
-        raise ImportError('drlhp on a Ray cluster needs Ray: pip install "drlhp[ray]"') from e
+        raise MissingExtraError('drlhp on a Ray cluster needs Ray: pip install "drlhp[ray]"') from e
     return ray
 
 
@@ -140,7 +140,7 @@ class ServiceActor:
     @_reporting_failures
     def stats(self) -> dict:
         self._publish_weights()
-        return {**self.pipeline.stats(), **self.counts}
+        return {**self.pipeline.stats().to_dict(), **self.counts}
 
     def processes(self) -> dict:
         """Process ids: this actor's and its two workers'."""
@@ -185,23 +185,23 @@ class PreferenceService:
                  actor_options: dict | None = None, **kwargs) -> None:
         ray = import_ray()
         if not ray.is_initialized():
-            raise RuntimeError("Start or join a Ray cluster first: ray.init() (local) or ray.init(address=...)")
+            raise UsageError("Start or join a Ray cluster first: ray.init() (local) or ray.init(address=...)")
         config = PreferenceConfig.from_kwargs(config, kwargs)
         if actor_options is None:  # the service runs on this node
             config = _for_this_node(config)
         if not config.collect_prefs:
-            raise ValueError("A preference service collects preferences: collect_prefs must be True. To use a "
+            raise ConfigError("A preference service collects preferences: collect_prefs must be True. To use a "
                              "trained reward predictor on runners without labelling, load it in each runner.")
-        if config.human_labelling and config.human_terminal == "/dev/tty":
+        if config.human_labelling and config.human_terminal == CONTROLLING_TERMINAL:
             # Ray runs the service in a process group of its own: the driver's terminal would
             # answer its reads with an I/O error, however the program was started.
-            raise ValueError(
+            raise ConfigError(
                 "On a Ray cluster, a person labelling in a terminal needs one of their own: open a second "
                 "terminal on the service's node, run `tty; sleep infinity` there and pass "
                 "human_terminal='/dev/pts/N' as it printed (the clips play in a window on that node's "
                 "DISPLAY); or label in a browser with labelling='web'.")
         if clips_per_second <= 0:
-            raise ValueError(f"clips_per_second must be > 0, got {clips_per_second}")
+            raise ConfigError(f"clips_per_second must be > 0, got {clips_per_second}")
         sample = observation_space.sample()
         frame_spec = infer_frame_spec(config.obs_transform_func(sample) if config.obs_transform_func else sample)
         self.name = name or f"drlhp-service-{secrets.token_hex(4)}"
@@ -219,7 +219,7 @@ class PreferenceService:
             info = self._get(self._actor.ready.remote(), timeout=180.0)
         except PreferenceServiceDied as e:
             self._closed = True
-            raise RuntimeError(
+            raise WorkerError(
                 f"drlhp's preference service could not start: {_last_line(e.__cause__)}. What the settings "
                 "name (obs_transform_func, a labeller) is unpickled where the service runs: define it in a "
                 "module installed on the cluster's nodes (or shipped with ray.init(runtime_env=...)).") from e
@@ -341,6 +341,6 @@ def service_actor(name: str):
     try:
         return ray.get_actor(name, namespace=NAMESPACE)
     except ValueError as e:
-        raise RuntimeError(f"No drlhp preference service called {name!r} on this Ray cluster: start one with "
+        raise UsageError(f"No drlhp preference service called {name!r} on this Ray cluster: start one with "
                            "drlhp.cluster.PreferenceService in the driver before the env runners") from e
 

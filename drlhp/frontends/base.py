@@ -8,7 +8,8 @@ import numpy as np
 
 from drlhp.clips.frames import FrameSpec, infer_frame_spec
 from drlhp.config import PreferenceConfig
-from drlhp.pipeline.preference_pipeline import PreferencePipeline
+from drlhp.runtime.pipeline import PreferencePipeline
+from drlhp.runtime.stats import PipelineStats
 
 TRUE_REWARD_KEY = "drlhp_true_reward"
 """``info`` key holding the environment's own reward of every step."""
@@ -85,8 +86,9 @@ class PipelineFrontEnd:
         """Write ``train.pkl.gz`` and ``val.pkl.gz`` into ``log_dir`` (atomically); returns their paths."""
         return self.pipeline.save_prefs(timeout)
 
-    def stats(self) -> dict:
-        """Counters: clips sent/dropped, labels made and received, reward-training steps, predictor's step."""
+    def stats(self) -> PipelineStats:
+        """Counters: clips sent/dropped, labels made and received, reward-training steps, predictor's step
+        (a ``PipelineStats``: fields, or ``stats()["run_labels"]`` as a read-only mapping)."""
         return self.pipeline.stats()
 
     def _close_all(self, close_env) -> None:

@@ -16,14 +16,17 @@ from __future__ import annotations
 
 import numpy as np
 
+from drlhp.errors import MissingExtraError  # before the optional import, to name the extra it needs
+
 try:
     from stable_baselines3.common.callbacks import BaseCallback
     from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 except ImportError as e:  # an optional dependency: say how to get it
-    raise ImportError('drlhp.frontends.sb3 needs Stable-Baselines3: pip install "drlhp[sb3]"') from e
+    raise MissingExtraError('drlhp.frontends.sb3 needs Stable-Baselines3: pip install "drlhp[sb3]"') from e
 
 from drlhp.config import PreferenceConfig
 from drlhp.frontends.base import PREDICTED_REWARD_KEY, TRUE_REWARD_KEY, PipelineFrontEnd
+from drlhp.runtime.stats import PipelineStats
 
 
 class HumanPreferencesVecEnvWrapper(PipelineFrontEnd, VecEnvWrapper):
@@ -92,6 +95,18 @@ class HumanPreferencesLogger(BaseCallback):
             env = env.venv
         return env
 
+    def record_stats(self, stats: PipelineStats, using_predicted_reward: bool) -> None:
+        """Record a pipeline's counters; those it does not count (None: a Ray runner's labels are its
+        service's) are left out rather than logged as 0."""
+        counts = {"labels": stats.run_labels, "labels_asked": stats.labels_asked,
+                  "labels_remaining": stats.labels_remaining, "reward_training_steps": stats.training_steps,
+                  "segments_dropped": stats.segments_dropped,
+                  "db_mib": None if stats.db_bytes is None else stats.db_bytes / 2 ** 20}
+        for name, value in counts.items():
+            if value is not None:
+                self.logger.record(f"drlhp/{name}", value)
+        self.logger.record("drlhp/using_predicted_reward", float(using_predicted_reward))
+
     def _on_training_start(self) -> None:
         self._wrapper()  # fail at once, not at the end of the first rollout
 
@@ -104,15 +119,7 @@ class HumanPreferencesLogger(BaseCallback):
 
     def _on_rollout_end(self) -> None:
         wrapper = self._wrapper()
-        stats = wrapper.stats()
-        self.logger.record("drlhp/labels", stats.get("run_labels", 0))
-        self.logger.record("drlhp/labels_asked", stats.get("labels_asked", 0))
-        if stats.get("labels_remaining") is not None:
-            self.logger.record("drlhp/labels_remaining", stats["labels_remaining"])
-        self.logger.record("drlhp/reward_training_steps", stats.get("training_steps", 0))
-        self.logger.record("drlhp/segments_dropped", stats["segments_dropped"])
-        self.logger.record("drlhp/db_mib", stats.get("db_bytes", 0) / 2 ** 20)
-        self.logger.record("drlhp/using_predicted_reward", float(wrapper.using_reward_from_predictor))
+        self.record_stats(wrapper.stats(), wrapper.using_reward_from_predictor)
         if len(self._predicted) > 1 and np.std(self._predicted) > 0 and np.std(self._true) > 0:
             self.logger.record("drlhp/reward_correlation", float(np.corrcoef(self._predicted, self._true)[0, 1]))
         self._predicted.clear()

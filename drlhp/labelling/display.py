@@ -12,10 +12,18 @@ import sys
 import numpy as np
 
 from drlhp.clips.frames import FrameSpec
+from drlhp.errors import ObservationError
 
 BORDER_PX = 8
 CAPTION_PX = 28
 PROGRESS_PX = 6
+
+
+def require_images(spec: FrameSpec, who: str) -> None:
+    """Raise ``ObservationError`` unless frames of ``spec`` are images a person can be shown (``who`` shows them)."""
+    if not spec.is_image:
+        raise ObservationError(f"{who} needs image observations to show; pass obs_transform_func= returning an image "
+                         "(HxW, HxWxC, CxHxW or SxHxWxC)")
 
 
 def displayable(frame: np.ndarray, spec: FrameSpec) -> np.ndarray:
@@ -26,7 +34,7 @@ def displayable(frame: np.ndarray, spec: FrameSpec) -> np.ndarray:
     last entry of an SxHxWxC stack. Floats are taken to be in [0, 1].
     """
     if spec.layout == "vector":
-        raise ValueError("flat-vector observations cannot be shown to a person; "
+        raise ObservationError("flat-vector observations cannot be shown to a person; "
                          "pass obs_transform_func= returning an image")
     img = frame
     if spec.layout == "SHWC":

@@ -17,10 +17,18 @@ import numpy as np
 
 from drlhp.clips.frames import FrameSpec
 from drlhp.clips.segments import Segment
-from drlhp.config import PreferenceConfig, worker_settings
-from drlhp.labelling.display import BORDER_PX, auto_zoom, compose_pair, displayable, frame_hw, zoomed
-from drlhp.labelling.terminal import HELP, InvalidAnswer, TerminalPrompt, parse_answer
-from drlhp.storage.layout import LogDir
+from drlhp.errors import InvalidAnswer, MissingExtraError, NoDisplayError
+from drlhp.labelling.display import (
+    BORDER_PX,
+    auto_zoom,
+    compose_pair,
+    display_problem,
+    displayable,
+    frame_hw,
+    require_images,
+    zoomed,
+)
+from drlhp.labelling.terminal import HELP, TerminalPrompt, parse_answer, terminal_problem
 from drlhp.storage.run_dir import log_human_label
 
 PAIR_WINDOW = "drlhp: which clip is better?"
@@ -31,20 +39,32 @@ QUESTION = "[L]eft better, [R]ight better, [E]qual, Enter = can't compare: "
 
 @dataclass(frozen=True)
 class HumanConfig:
-    """How pairs are shown to a person and where the answers are typed."""
+    """How pairs are shown to a person and where the answers are typed (each from the run's
+    ``drlhp.PreferenceConfig``)."""
 
     frame_spec: FrameSpec
-    zoom: int | None = None  # None: about 336 px per clip
-    fps: float = 20.0
-    terminal: str = "/dev/tty"
-    log_path: str | None = None  # CSV of answers and display timings
+    zoom: int | None  # None: about 336 px per clip
+    fps: float
+    terminal: str  # the terminal's device, e.g. /dev/tty
+    log_path: str | None  # CSV of answers and display timings
 
-    @classmethod
-    def from_preference_config(cls, config: PreferenceConfig, frame_spec: FrameSpec) -> HumanConfig:
-        """How a person is shown the clips of a run with ``config``."""
-        renamed = {"zoom": "display_zoom", "fps": "display_fps", "terminal": "human_terminal"}
-        return worker_settings(cls, config, renamed, frame_spec=frame_spec,
-                               log_path=LogDir(config.log_dir).human_labels)
+
+def check_can_ask(frame_spec: FrameSpec, terminal: str) -> None:
+    """Raise a clear error unless a person can be shown clips of ``frame_spec`` here and answer in ``terminal``."""
+    require_images(frame_spec, "Labelling in a window")
+    problem = display_problem()
+    if problem:
+        raise NoDisplayError(
+            f"Human preferences show clips in a window, but {problem}. Run on a desktop, with ssh -X, "
+            "or under a virtual display (Xvfb :99 & export DISPLAY=:99) and view it with a VNC client; "
+            "or collect with synthetic_preferences=True.")
+    problem = terminal_problem(terminal)
+    if problem:
+        raise NoDisplayError(
+            f"Human preferences are typed in a terminal, but {problem}. Start the program from a terminal "
+            "(a shell or tmux; stdin may be redirected), or pass human_terminal='/dev/pts/N' naming the "
+            "terminal to ask in (`tty` prints a terminal's name).")
+    import_cv2_gui()
 
 
 def import_cv2_gui():
@@ -52,11 +72,11 @@ def import_cv2_gui():
     try:
         import cv2
     except ImportError as e:
-        raise ImportError('Human labelling shows clips with OpenCV: pip install "drlhp[gui]" '
+        raise MissingExtraError('Human labelling shows clips with OpenCV: pip install "drlhp[gui]" '
                           "(opencv-python; not opencv-python-headless)") from e
     gui = [line for line in cv2.getBuildInformation().splitlines() if line.strip().startswith("GUI:")]
     if gui and gui[0].split(":", 1)[1].strip().upper() == "NONE":
-        raise ImportError("The installed OpenCV has no GUI (opencv-python-headless?). pip uninstall "
+        raise MissingExtraError("The installed OpenCV has no GUI (opencv-python-headless?). pip uninstall "
                           'opencv-python-headless, then pip install "drlhp[gui]"')
     return cv2
 

@@ -1,111 +1,80 @@
-"""The preference interface: keeps recent segments, picks pairs, has them labelled.
+"""The preference interface: recent clips, which pair to ask about and when, the labeller, labels on.
 
-Runs in its own process (``run_pref_interface``). It asks no more labels than the
-run's ``LabelSchedule`` allows by the current env step, whoever answers; of many
-random candidate pairs it asks about the one the reward ensemble disagrees on
-most (``drlhp.labelling.pair_selection``), or a random one. A labeller answers one pair at a
-time (synthetic, window + terminal, yours), or -- the web page -- takes pairs into a
-pool that many people work on at once, answers coming back as they are given
-(``serve_concurrently``). Each label is written to the
-label journal (``drlhp.labelling.journal``) before the next pair is asked, then goes
-to the trainer process on a bounded queue with blocking puts, so a label is
-never dropped; a clip travels once, compressed, before the first label that uses it.
+A plain object, without a process of its own (``drlhp.runtime.interface_process`` runs it in one): clips
+come in with ``receive``, and each ``step`` asks no more labels than the run's ``LabelSchedule`` allows by
+the current env step, whoever answers. Of many random candidate pairs it asks about the one the reward
+ensemble disagrees on most (``drlhp.labelling.pair_selection``), or a random one. A labeller answers one
+pair at a time (synthetic, window + terminal, yours), or -- the web page -- takes pairs into a pool that
+many people work on at once, answers coming back as they are given. Each label is written to the label
+journal (``drlhp.labels.journal``) before the next pair is asked, then put on the label stream
+(``drlhp.labels.stream``); a clip travels once, compressed, before the first label that uses it.
 """
 from __future__ import annotations
 
-import logging
-import queue
 import random
 from collections import OrderedDict, deque
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol, cast
 
 from drlhp.clips.segments import PackedSegment, Segment, pack
-from drlhp.config import PreferenceConfig, worker_settings
-from drlhp.labelling.journal import JournalWriter
-from drlhp.labelling.labellers import Labeller, SyntheticLabeller, SyntheticTeacher
+from drlhp.errors import ConfigError
+from drlhp.labelling.labellers import ConcurrentLabeller, Labeller, ShowsEpisodes, TimesAnswers
 from drlhp.labelling.pair_selection import DisagreementScorer
 from drlhp.labelling.schedule import LabelSchedule
-from drlhp.pipeline.messages import ForgetSegment, Preference, RunStart, SegmentData
-from drlhp.pipeline.segment_channel import SegmentChannel
-from drlhp.reward.torch_setup import set_up_torch
+from drlhp.labels.journal import JournalWriter
+from drlhp.labels.stream import ForgetSegment, LabelRecord, LabelSink, Preference, SegmentData
 
-if TYPE_CHECKING:
-    from drlhp.labelling.human import HumanConfig
-    from drlhp.labelling.web.labeller import WebConfig
-    from drlhp.labelling.web.pool import Answer
-
-log = logging.getLogger("drlhp.pref_interface")
-
-
-class _ConcurrentLabeller(Labeller, Protocol):
-    """A labeller with ``concurrent = True`` (the web page's): it takes pairs on offer and answers them as people do."""
-
-    def offer(self, a: Segment, b: Segment) -> None: ...
-
-    def wants_pairs(self) -> bool: ...
-
-    def take_answers(self) -> list[Answer]: ...
-
-    def set_progress(self, run_labels: int, asked: int) -> None: ...
-
-    def acknowledge(self, answer: Answer) -> None: ...
-
-
-@dataclass(frozen=True)
-class InterfaceConfig:
-    """Settings of the preference-interface process."""
-
-    max_segs: int = 200
-    seed: int | None = None
-    labeller: Labeller | None = None  # None: synthetic, or human with ``human`` set
-    pairs_per_segment: float = 1.0
-    human: HumanConfig | None = None
-    web: WebConfig | None = None  # people label in their browsers (the page's address goes to ``url_queue``)
-    max_episode_segments: int = 40  # how much of the last episode is kept to show a person
-    journal_log_dir: str | None = None  # keep a label journal in this log_dir (None: no journal)
-    schedule: LabelSchedule = LabelSchedule(budget=None)
-    teacher: SyntheticTeacher = SyntheticTeacher()
-    selection_ckpt: str | None = None  # pick pairs by the disagreement of this checkpoint's ensemble (None: random)
-    n_candidate_pairs: int = 64
-
-    @classmethod
-    def from_preference_config(cls, config: PreferenceConfig, human: HumanConfig | None, web: WebConfig | None,
-                               selection_ckpt: str | None) -> InterfaceConfig:
-        """The interface's settings in a run with ``config``; ``selection_ckpt``: the ensemble that would judge
-        pairs (used only with ``pair_selection="disagreement"``)."""
-        if config.pair_selection != "disagreement":
-            selection_ckpt = None
-        return worker_settings(cls, config, _INTERFACE_SETTINGS, human=human, web=web,
-                               journal_log_dir=config.log_dir if config.autosave_prefs else None,
-                               selection_ckpt=selection_ckpt)
-
-
-#: ``InterfaceConfig``'s fields named otherwise in ``PreferenceConfig`` (the others have the same name there).
-_INTERFACE_SETTINGS = {"pairs_per_segment": "synthetic_prefs_per_segment", "teacher": "synthetic_teacher"}
+#: Clips of an env's latest episode kept to show a person the whole episode (a labeller with ``show_episode``).
+EPISODE_SEGMENTS = 40
 
 
 class PrefInterface:
-    """A ring buffer of the latest ``max_segs`` segments and the pairs already asked about."""
+    """A ring buffer of the latest ``max_segs`` clips, the pairs already asked about, and who answers.
 
-    def __init__(self, labeller: Labeller, out_queue, max_segs: int, seed: int | None = None,
-                 journal: JournalWriter | None = None, next_seq: int = 0,
-                 scorer: DisagreementScorer | None = None, n_candidates: int = 64) -> None:
+    ``out`` takes the label stream (a queue); ``journal``: each label is journaled there first;
+    ``next_seq``: the run's next label number (past a resumed run's labels); ``scorer``: pairs are
+    picked by the ensemble's disagreement (None: at random); ``schedule``: how many pairs may have
+    been asked by each env step (the default: as many as the labeller answers).
+    """
+
+    def __init__(self, labeller: Labeller, out: LabelSink, max_segs: int, seed: int | None = None,
+                 journal: JournalWriter | None = None, next_seq: int = 0, scorer: DisagreementScorer | None = None,
+                 n_candidates: int = 64, schedule: LabelSchedule | None = None) -> None:
         if max_segs < 2:
-            raise ValueError(f"max_segs must be >= 2 to form pairs, got {max_segs}")
+            raise ConfigError(f"max_segs must be >= 2 to form pairs, got {max_segs}")
         self.labeller = labeller
-        self.out_queue = out_queue
+        self.out = out
         self.max_segs = max_segs
         self.journal = journal
         self.next_seq = next_seq
         self.n_asked = next_seq  # pairs asked in the run (a skipped one too): what the label budget counts
+        self.n_sent = 0  # labels recorded by this interface
         self.scorer, self.n_candidates = scorer, n_candidates
+        self.schedule = schedule if schedule is not None else LabelSchedule(budget=None)
+        # What the labeller can do, from the protocols it meets (drlhp.labelling.labellers), found once.
+        self._pool = labeller if isinstance(labeller, ConcurrentLabeller) else None
+        self.concurrent = self._pool is not None  # pairs on offer, answers as they come (not label(a, b))
+        self._watcher = labeller if isinstance(labeller, ShowsEpisodes) else None
+        self._timer = labeller if isinstance(labeller, TimesAnswers) else None
         self.segments: OrderedDict[int, Segment] = OrderedDict()
+        # While a person thinks, clips keep arriving; they join the buffer after the answer, so a clip on screen is
+        # never forgotten in the middle of its question. Older ones than the buffer holds would be evicted at once.
+        self._pending: deque[Segment] = deque(maxlen=max_segs)
+        self._episodes = EpisodeTracker(EPISODE_SEGMENTS)
+        self._owed = 0.0  # pairs it may still ask about, earned by new clips
         self._asked: set[tuple[int, int]] = set()
         self._sent: dict[int, PackedSegment] = {}  # clips the trainer has, packed once for it and the journal
         self._rng = random.Random(seed)
 
+    # -- clips in --------------------------------------------------------------------------
+    def receive(self, seg: Segment) -> None:
+        """A new clip: it joins the buffer at the next ``step``; a labeller that shows episodes is shown each one
+        it completes."""
+        self._pending.append(seg)
+        finished = self._episodes.add(seg)
+        if finished and self._watcher is not None:
+            self._watcher.show_episode([f for s in finished for f in s.frames])
+
     def add_segment(self, seg: Segment) -> None:
+        """Put a clip in the buffer now, evicting the oldest past ``max_segs``."""
         self.segments[seg.seg_id] = seg
         while len(self.segments) > self.max_segs:
             old_id, _ = self.segments.popitem(last=False)
@@ -116,6 +85,64 @@ class PrefInterface:
         if len(self._asked) > 4 * self.max_segs:
             oldest = next(iter(self.segments))
             self._asked = {p for p in self._asked if p[0] >= oldest}
+
+    def _take_in_pending(self) -> None:
+        for seg in self._pending:
+            self.add_segment(seg)
+            self._owed += self.labeller.pairs_per_segment or 0
+        self._pending.clear()
+
+    # -- asking ------------------------------------------------------------------------------
+    def may_ask(self, env_steps: int) -> bool:
+        """Whether a labeller of one pair at a time would be asked about a pair now."""
+        return self._owed >= 1 and self.n_asked < self.schedule.allowed(env_steps)
+
+    def step(self, env_steps: int) -> None:
+        """Take in the clips received; then, as the schedule allows after ``env_steps`` env steps, ask about one
+        pair (a labeller of one pair at a time) or keep pairs on offer and record the answers (a concurrent one)."""
+        self._take_in_pending()
+        if self._pool is not None:
+            self._serve(self._pool, env_steps)
+            return
+        if self.labeller.pairs_per_segment is None:  # as fast as it answers
+            self._owed = 1.0
+        if not self.may_ask(env_steps):
+            return
+        pair = self.pick_pair()
+        if pair is None:
+            self._owed = 0.0
+            return
+        self._owed -= 1
+        self.ask(*pair)
+
+    def _serve(self, labeller: ConcurrentLabeller, env_steps: int) -> None:
+        """Keep pairs on offer for the labellers working at once; record their answers as they come."""
+        self.record_answers()
+        while labeller.wants_pairs() and self.n_asked < self.schedule.allowed(env_steps):
+            pair = self.pick_pair()
+            if pair is None:
+                break
+            self.mark_asked(*pair)
+            labeller.offer(*pair)
+        labeller.set_progress(self.next_seq, self.n_asked)
+        self.refresh_scores(2)
+
+    def record_answers(self) -> None:
+        """Record the answers a concurrent labeller has collected (journal first), then let each browser go on."""
+        labeller = self._pool
+        if labeller is None:
+            return
+        for answer in labeller.take_answers():
+            if answer.label is not None:
+                self.record(answer.a, answer.b, answer.label, f"web:{answer.labeller}", answer.seconds)
+            labeller.set_progress(self.next_seq, self.n_asked)
+            labeller.acknowledge(answer)
+
+    def refresh_scores(self, limit: int) -> None:
+        """Load a newer ensemble checkpoint if there is one; score up to ``limit`` clips with it (idle time's work)."""
+        if self.scorer is not None:
+            self.scorer.poll()
+            self.scorer.refresh(list(self.segments.values()), limit)
 
     def pick_pair(self) -> tuple[Segment, Segment] | None:
         """The pair to ask about next (never one asked before), or None if there is none.
@@ -152,7 +179,7 @@ class PrefInterface:
         self.mark_asked(a, b)
         label = self.labeller.label(a, b)
         if label is not None:
-            self.record(a, b, label, type(self.labeller).__name__, getattr(self.labeller, "last_seconds", None))
+            self.record(a, b, label, type(self.labeller).__name__, self._timer.last_seconds if self._timer else None)
         return label
 
     def mark_asked(self, a: Segment, b: Segment) -> None:
@@ -171,13 +198,24 @@ class PrefInterface:
         for seg in new:
             self._put(SegmentData(self._sent[seg.seg_id]))
         self._put(Preference(a.seg_id, b.seg_id, float(label), seq, labeller, seconds))
+        self.n_sent += 1
         for seg in (a, b):  # a clip that left the buffer while its pair was out with a labeller (web)
             if seg.seg_id not in self.segments and self._sent.pop(seg.seg_id, None) is not None:
                 self._put(ForgetSegment(seg.seg_id))
 
-    def _put(self, msg) -> None:
+    def _put(self, record: LabelRecord) -> None:
         # Blocking: the trainer's receiver thread drains this queue continuously.
-        self.out_queue.put(msg)
+        self.out.put(record)
+
+    def close(self) -> None:
+        """Record the answers that came in as the run was stopping; release the labeller and the journal."""
+        try:
+            if self.concurrent:
+                self.record_answers()
+        finally:
+            self.labeller.close()
+            if self.journal is not None:
+                self.journal.close()
 
 
 def _key(a: int, b: int) -> tuple[int, int]:
@@ -203,140 +241,3 @@ class EpisodeTracker:
             current.clear()
         current.append(seg)
         return finished
-
-
-def _make_labeller(config: InterfaceConfig, stop_event, idle) -> Labeller:
-    if config.labeller is not None:
-        return config.labeller
-    if config.web is not None:
-        from drlhp.labelling.web.labeller import WebLabeller
-
-        return WebLabeller(config.web)
-    if config.human is not None:
-        from drlhp.labelling.human import HumanLabeller
-
-        return HumanLabeller(config.human, stop_event, idle)
-    return SyntheticLabeller(config.pairs_per_segment, config.teacher, config.seed)
-
-
-def _await_run_start(run_start, stop_event) -> RunStart | None:
-    """The trainer's numbering for this run (sent once it has loaded earlier labels), or None if stopped first."""
-    while not stop_event.is_set():
-        try:
-            return run_start.get(timeout=0.1)
-        except queue.Empty:
-            pass
-    return None
-
-
-def run_pref_interface(config: InterfaceConfig, channel: SegmentChannel, pref_queue, run_start, stop_event,
-                       stats, url_queue=None) -> None:
-    """Process main: receive segments, ask for labels, until ``stop_event`` is set."""
-    # While a person thinks, the labeller keeps the channel drained (so no clip is
-    # dropped); the segments join the buffer after the answer, so a clip on screen
-    # is never forgotten in the middle of its question. Older ones than the buffer
-    # holds would be evicted at once, so they are not kept.
-    pending: deque[Segment] = deque(maxlen=config.max_segs)
-    episodes = EpisodeTracker(config.max_episode_segments)
-    labeller: Labeller
-    start = _await_run_start(run_start, stop_event)
-    if start is None:
-        pref_queue.put(None)
-        return
-
-    def receive(timeout: float) -> None:
-        seg = channel.receive(timeout)
-        while seg is not None:
-            seg.seg_id += start.first_seg_id
-            pending.append(seg)
-            stats.segments_received.value += 1
-            finished = episodes.add(seg)
-            if finished and hasattr(labeller, "show_episode"):
-                labeller.show_episode([f for s in finished for f in s.frames])
-            seg = channel.receive(0.0)
-
-    def idle() -> None:  # while a person thinks: take clips in, and score clips for the next pick
-        receive(0.0)
-        if scorer is not None:
-            scorer.poll()
-            scorer.refresh(list(interface.segments.values()), 2)
-
-    scorer = None
-    if config.selection_ckpt is not None:
-        set_up_torch(1)  # the interface's core is shared with the env process
-        scorer = DisagreementScorer(config.selection_ckpt)
-    labeller = _make_labeller(config, stop_event, idle=idle)
-    if url_queue is not None:
-        url_queue.put(getattr(labeller, "url", None))
-    journal = None
-    if config.journal_log_dir is not None:
-        journal = JournalWriter(config.journal_log_dir, lambda: stats.labels_in_snapshot.value)
-    interface = PrefInterface(labeller, pref_queue, config.max_segs, config.seed, journal, start.next_seq,
-                              scorer, config.n_candidate_pairs)
-    stats.labels_asked.value = interface.n_asked
-    owed = 0.0  # pairs we may still ask about, earned by new segments
-
-    def may_ask() -> bool:
-        return owed >= 1 and interface.n_asked < config.schedule.allowed(stats.env_steps.value)
-
-    def take_in_segments() -> None:
-        nonlocal owed
-        for seg in pending:
-            interface.add_segment(seg)
-            owed += labeller.pairs_per_segment or 0
-        pending.clear()
-
-    def record_answers() -> None:
-        concurrent = cast(_ConcurrentLabeller, labeller)  # only serve_concurrently's labeller gives answers
-        for answer in concurrent.take_answers():
-            if answer.label is not None:
-                interface.record(answer.a, answer.b, answer.label, f"web:{answer.labeller}", answer.seconds)
-                stats.labels_sent.value += 1
-            concurrent.set_progress(interface.next_seq, interface.n_asked)
-            concurrent.acknowledge(answer)
-
-    def serve_concurrently() -> None:
-        """Keep pairs on offer for the labellers working at once; record their answers as they come."""
-        concurrent = cast(_ConcurrentLabeller, labeller)  # called only when labeller.concurrent is true
-        while not stop_event.is_set():
-            receive(timeout=0.01)  # the wait: an answer waits at most this long to be journaled
-            take_in_segments()
-            record_answers()
-            while concurrent.wants_pairs() and interface.n_asked < config.schedule.allowed(stats.env_steps.value):
-                pair = interface.pick_pair()
-                if pair is None:
-                    break
-                interface.mark_asked(*pair)
-                concurrent.offer(*pair)
-                stats.labels_asked.value = interface.n_asked
-            concurrent.set_progress(interface.next_seq, interface.n_asked)
-            if scorer is not None:
-                scorer.poll()
-                scorer.refresh(list(interface.segments.values()), 2)
-        record_answers()  # those that came in as we were stopping
-
-    try:
-        if getattr(labeller, "concurrent", False):
-            serve_concurrently()
-        while not stop_event.is_set():
-            # Wait for a segment only when there is nothing to label right now.
-            receive(timeout=0.0 if may_ask() else 0.1)
-            take_in_segments()
-            if labeller.pairs_per_segment is None:
-                owed = 1.0
-            if not may_ask():
-                continue
-            pair = interface.pick_pair()
-            if pair is None:
-                owed = 0.0
-                continue
-            owed -= 1
-            label = interface.ask(*pair)
-            stats.labels_asked.value = interface.n_asked
-            if label is not None:
-                stats.labels_sent.value += 1
-    finally:
-        labeller.close()
-        if journal is not None:
-            journal.close()
-        pref_queue.put(None)

@@ -2,21 +2,31 @@
 
 A labeller returns the probability that segment ``a`` is preferred: 1.0 (a is
 better), 0.0 (b is better), 0.5 (equally good), or ``None`` when the pair is
-incomparable (nothing is recorded). The preference interface treats every
-labeller the same way; a human labeller plugs in here.
+incomparable (nothing is recorded). What else a labeller can do is declared by the
+protocols below, and the preference interface asks a labeller only what its protocols
+say it does (``isinstance`` against them, once): ``ShowsEpisodes`` (shown whole episodes
+between questions, as a person in a window is), ``TimesAnswers`` (reports how long each
+answer took), ``ConcurrentLabeller`` (takes pairs on offer and answers as people do, the
+web page) and ``ServesPage`` (has an address to print). A labeller of your own needs only
+``Labeller``'s three members.
 """
 from __future__ import annotations
 
 import math
 import random
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
 
 from drlhp.clips.segments import Segment
+from drlhp.errors import ConfigError
+
+if TYPE_CHECKING:
+    from drlhp.labelling.web.pool import Answer
 
 
+@runtime_checkable
 class Labeller(Protocol):
     """What the preference interface asks for a label: pass your own as ``labeller=``.
 
@@ -35,6 +45,55 @@ class Labeller(Protocol):
     def close(self) -> None:
         """Release what the labeller holds (a window, a terminal); called once, when the run stops."""
         ...
+
+
+@runtime_checkable
+class ShowsEpisodes(Protocol):
+    """A labeller that shows a person each whole episode as it ends (context for the clips they judge)."""
+
+    def show_episode(self, frames: list[np.ndarray]) -> None:
+        """Show an env's episode that just ended (its latest clips' frames, in order); must not block long."""
+        ...
+
+
+@runtime_checkable
+class TimesAnswers(Protocol):
+    """A labeller that says how long its last answer took; the interface journals it with the label."""
+
+    last_seconds: float | None  # seconds from showing the pair to the answer (None: not measured)
+
+
+@runtime_checkable
+class ConcurrentLabeller(Labeller, Protocol):
+    """A labeller many people work through at once (the web page): instead of ``label(a, b)`` it takes pairs on
+    offer and gives answers as they come; the interface acknowledges each once it is journaled."""
+
+    def offer(self, a: Segment, b: Segment) -> None:
+        """Put a pair on offer."""
+        ...
+
+    def wants_pairs(self) -> bool:
+        """Whether it would take another pair on offer now."""
+        ...
+
+    def take_answers(self) -> list[Answer]:
+        """The answers given since the last call (a skipped pair's label is None)."""
+        ...
+
+    def set_progress(self, run_labels: int, asked: int) -> None:
+        """The run's labels so far and pairs asked, to show the people labelling."""
+        ...
+
+    def acknowledge(self, answer: Answer) -> None:
+        """``answer`` is journaled: its sender may be told it is safe."""
+        ...
+
+
+@runtime_checkable
+class ServesPage(Protocol):
+    """A labeller people reach at an address (the web page); the run prints it and offers it as ``labelling_url``."""
+
+    url: str  # the page's address, its token included
 
 
 @dataclass(frozen=True)
@@ -63,13 +122,13 @@ class SyntheticTeacher:
 
     def __post_init__(self) -> None:
         if not self.beta > 0:
-            raise ValueError(f"beta must be > 0 (inf: a perfectly rational teacher), got {self.beta}")
+            raise ConfigError(f"beta must be > 0 (inf: a perfectly rational teacher), got {self.beta}")
         if not 0.0 < self.gamma <= 1.0:
-            raise ValueError(f"gamma must be in (0, 1], got {self.gamma}")
+            raise ConfigError(f"gamma must be in (0, 1], got {self.gamma}")
         if not 0.0 <= self.mistake_rate <= 1.0:
-            raise ValueError(f"mistake_rate must be in [0, 1], got {self.mistake_rate}")
+            raise ConfigError(f"mistake_rate must be in [0, 1], got {self.mistake_rate}")
         if self.equal_threshold < 0:
-            raise ValueError(f"equal_threshold must be >= 0, got {self.equal_threshold}")
+            raise ConfigError(f"equal_threshold must be >= 0, got {self.equal_threshold}")
 
     def judged_return(self, rewards: np.ndarray) -> float:
         """The return as this teacher perceives it (later steps weigh more when ``gamma`` < 1)."""
@@ -97,7 +156,7 @@ class SyntheticLabeller:
     def __init__(self, pairs_per_segment: float = 1.0, teacher: SyntheticTeacher = SyntheticTeacher(),
                  seed: int | None = None) -> None:
         if pairs_per_segment <= 0:
-            raise ValueError(f"pairs_per_segment must be > 0, got {pairs_per_segment}")
+            raise ConfigError(f"pairs_per_segment must be > 0, got {pairs_per_segment}")
         self.pairs_per_segment: float | None = pairs_per_segment
         self.teacher = teacher
         self._rng = random.Random(seed)

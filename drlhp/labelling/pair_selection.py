@@ -12,19 +12,21 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal, get_args
 
 import numpy as np
 
 from drlhp.clips.segments import Segment
-from drlhp.pipeline.checkpoint_watch import CheckpointWatch
+from drlhp.storage.checkpoint_watch import CheckpointWatch
 
 if TYPE_CHECKING:
     from drlhp.reward.predictor import RewardPredictor
 
 log = logging.getLogger("drlhp.pair_selection")
 
-SELECTIONS = ("disagreement", "random")
+#: How the interface picks the pair to ask (``PreferenceConfig.pair_selection``).
+PairSelection = Literal["disagreement", "random"]
+SELECTIONS: tuple[PairSelection, ...] = get_args(PairSelection)
 
 
 def preference_disagreement(returns_a: np.ndarray, returns_b: np.ndarray) -> np.ndarray:

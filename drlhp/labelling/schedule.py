@@ -13,15 +13,19 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Literal, get_args
+
+from drlhp.errors import ConfigError
 
 #: The integral from 0 to t of each rate, in units of T0.
-_RATE_INTEGRALS: dict[str, Callable[[float], float]] = {
+#: How the rate of asking falls (``PreferenceConfig.label_schedule``).
+ScheduleKind = Literal["constant", "hyperbolic", "inverse_quadratic"]
+_RATE_INTEGRALS: dict[ScheduleKind, Callable[[float], float]] = {
     "constant": lambda t: t,
     "hyperbolic": math.log1p,
     "inverse_quadratic": math.atan,
 }
-SCHEDULES = tuple(_RATE_INTEGRALS)
+SCHEDULES: tuple[ScheduleKind, ...] = get_args(ScheduleKind)
 
 
 @dataclass(frozen=True)
@@ -38,18 +42,18 @@ class LabelSchedule:
 
     budget: int | None
     initial: int = 0
-    kind: str = "hyperbolic"
+    kind: ScheduleKind = "hyperbolic"
     horizon: int = 1_000_000
     t0: int | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in _RATE_INTEGRALS:
-            raise ValueError(f"label_schedule must be one of {SCHEDULES}, got {self.kind!r}")
+            raise ConfigError(f"label_schedule must be one of {SCHEDULES}, got {self.kind!r}")
         if self.budget is not None and not 0 <= self.initial <= self.budget:
-            raise ValueError(f"the initial labels (n_initial_prefs={self.initial}) must fit in the label budget "
+            raise ConfigError(f"the initial labels (n_initial_prefs={self.initial}) must fit in the label budget "
                              f"({self.budget}); raise label_budget or lower n_initial_prefs")
         if self.horizon < 1 or (self.t0 is not None and self.t0 < 1):
-            raise ValueError(f"label_schedule_steps and label_schedule_t0 must be >= 1, got {self.horizon}, {self.t0}")
+            raise ConfigError(f"label_schedule_steps and label_schedule_t0 must be >= 1, got {self.horizon}, {self.t0}")
 
     def allowed(self, env_steps: int) -> float:
         """Labels that may have been asked after ``env_steps`` env steps (``inf`` without a budget)."""
@@ -58,3 +62,8 @@ class LabelSchedule:
         integral, t0 = _RATE_INTEGRALS[self.kind], self.t0 or self.horizon
         done = integral(min(env_steps, self.horizon) / t0) / integral(self.horizon / t0)
         return self.initial + math.floor((self.budget - self.initial) * done + 1e-9)
+
+
+def labels_remaining(budget: int | None, asked: int) -> int | None:
+    """What is left of a label ``budget`` once ``asked`` pairs were asked (a skipped pair counts); None: no budget."""
+    return None if budget is None else max(0, budget - asked)

@@ -11,22 +11,20 @@ from __future__ import annotations
 import os
 import select
 
-from drlhp.errors import InvalidAnswer
+from drlhp.errors import InvalidAnswer  # noqa: F401  (importable from here, as before)
+from drlhp.labelling.answers import LABELS, TYPED, Choice, parse_typed
 
-#: What a person types, and the label it means (P(left clip is better)).
-ANSWERS = {"l": 1.0, "left": 1.0, "r": 0.0, "right": 0.0, "e": 0.5, "equal": 0.5}
-INCOMPARABLE = None
+#: What a person types, and the label it means (P(left clip is better)): from the one map in answers.py.
+ANSWERS = {word: LABELS[answer] for word, answer in TYPED.items() if answer is not Choice.SKIP}
+INCOMPARABLE = LABELS[Choice.SKIP]
+#: The terminal asked in unless another is named (``PreferenceConfig.human_terminal``): the controlling one.
+CONTROLLING_TERMINAL = "/dev/tty"
 HELP = "Type L (left is better), R (right is better), E (equally good), or just Enter if they can't be compared."
 
 
 def parse_answer(text: str) -> float | None:
     """1.0, 0.0 or 0.5 for L / R / E (any case), None for an empty answer; raises InvalidAnswer otherwise."""
-    word = text.strip().lower()
-    if word == "":
-        return INCOMPARABLE
-    if word in ANSWERS:
-        return ANSWERS[word]
-    raise InvalidAnswer(word)
+    return parse_typed(text).label
 
 
 def terminal_problem(path: str) -> str | None:
@@ -46,7 +44,7 @@ def terminal_problem(path: str) -> str | None:
 class TerminalPrompt:
     """Writes questions to a terminal and collects the lines typed there, without blocking."""
 
-    def __init__(self, path: str = "/dev/tty") -> None:
+    def __init__(self, path: str = CONTROLLING_TERMINAL) -> None:
         self.fd = os.open(path, os.O_RDWR | os.O_NOCTTY)
         self._partial = b""
 

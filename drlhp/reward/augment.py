@@ -17,6 +17,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from drlhp.errors import ConfigError
+
 
 @dataclass(frozen=True)
 class Augmentation:
@@ -36,11 +38,11 @@ class Augmentation:
 
     def __post_init__(self) -> None:
         if self.shift < 0:
-            raise ValueError(f"augment_shift must be >= 0 pixels, got {self.shift}")
+            raise ConfigError(f"augment_shift must be >= 0 pixels, got {self.shift}")
         if self.crop_min_length is not None and self.crop_min_length < 1:
-            raise ValueError(f"temporal_crop_min_length must be >= 1 frame (or None), got {self.crop_min_length}")
+            raise ConfigError(f"temporal_crop_min_length must be >= 1 frame (or None), got {self.crop_min_length}")
         if self.pseudo_label_threshold is not None and not 0.5 < self.pseudo_label_threshold < 1:
-            raise ValueError("pseudo_label_threshold is the confidence a pseudo-label needs: in (0.5, 1), or None; "
+            raise ConfigError("pseudo_label_threshold is the confidence a pseudo-label needs: in (0.5, 1), or None; "
                              f"got {self.pseudo_label_threshold}")
 
 

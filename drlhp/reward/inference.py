@@ -5,15 +5,15 @@ cost of a call matters more than its arithmetic. ``inference_ops`` turns the
 network into calls that share its parameters (a trainer updating the network in
 place is seen at once) and gives the same output as ``net.eval()``:
 
-- no module dispatch and no no-op dropouts (a quarter less time at batch 1);
+- no module dispatch and no no-op dropouts (docs/benchmarks.md, "Figures behind the code");
 - every member sees the same frame, so the first layer is one ordinary
   convolution (or dense layer) with all members' filters, not a grouped one on M
   copies of the input;
 - for one frame (the single-env wrapper's step), an ensemble's stride-1
   convolutions on small maps (the paper's layers 3 and 4: 9×9 and 7×7 for Pong)
   are one gather of every member's input patches and one batched matrix product:
-  at batch 1 PyTorch's grouped convolution costs about four times a plain one at
-  these sizes, and the gather about twice. Activations then stay member-major
+  at batch 1 PyTorch's grouped convolution costs several times a plain one at these
+  sizes, the gather less (docs/label-efficiency.md). Activations then stay member-major
   ``(M, C, N*H*W)`` through the dense layers. For a batch of frames (one per env of
   a vector env) the gathered patches grow with the batch and the grouped
   convolution is faster again, so ``one_frame`` chooses.
@@ -84,7 +84,7 @@ class MemberMajorConv:
         flat = torch.where(outside, n * m * c * hw, flat)
         if self.kernel_last:
             flat = flat.permute(0, 2, 3, 1, 4, 5, 6)
-        return flat.reshape(-1)
+        return flat.reshape(-1).to(self.weight.device)
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         n = x.shape[2] // (self.h * self.w) if self.member_major_input else x.shape[0]

@@ -8,9 +8,9 @@ the labeller answered uniformly at random (Christiano et al. 2017 use 0.1).
 The members of an ensemble (the paper uses 3) are one network with grouped
 layers: member ``m`` owns channel group ``m`` of every convolution and slice
 ``m`` of every dense layer, so all members run in one call of each layer: the
-env process's batch-1 forward pass (``drlhp.reward.inference``) costs 1.3–1.6 times one
-member's (``benchmarks/ensemble_forward.py``), where separate networks would cost
-M times the per-layer call overhead that dominates small batches.
+env process's batch-1 forward pass (``drlhp.reward.inference``) costs little more than one
+member's (``benchmarks/ensemble_forward.py``, docs/benchmarks.md), where separate networks
+would cost M times the per-layer call overhead that dominates small batches.
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ import math
 import pickle
 import warnings
 from dataclasses import asdict, dataclass
-from typing import BinaryIO
+from typing import BinaryIO, Literal, cast, get_args
 
 import numpy as np
 import torch
@@ -27,7 +27,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from drlhp.clips.frames import FrameSpec, check_format, frames_to_net_input
-from drlhp.errors import CheckpointFormatError
+from drlhp.errors import CheckpointFormatError, ConfigError, MissingFileError, ObservationError
 from drlhp.reward.inference import inference_ops
 from drlhp.reward.layers import MemberLinear, SpatialSoftmax
 from drlhp.reward.normaliser import RewardNormaliser
@@ -38,11 +38,12 @@ OLD_CHECKPOINT_FORMATS = ("drlhp-reward-predictor-v1",)  # one network, plain Li
 
 #: The image networks (``NetConfig.arch``): ``"atari"``, the CNN of Christiano et al. 2017 (appendix A.2),
 #: and ``"keypoints"``, convolutions ending in a spatial softmax (``drlhp.reward.layers.SpatialSoftmax``).
-ARCHS = ("atari", "keypoints")
+RewardNetArch = Literal["atari", "keypoints"]
+ARCHS: tuple[RewardNetArch, ...] = get_args(RewardNetArch)
 #: The network images get unless asked otherwise: the keypoint network learns relational rewards the Atari
 #: network does not, position rewards as well, and on Pong (with batchnorm) reaches a higher accuracy in the
 #: same training steps with less noise in its reward (docs/results.md, docs/label-efficiency.md).
-DEFAULT_ARCH = "keypoints"
+DEFAULT_ARCH: RewardNetArch = "keypoints"
 # The Atari network of Christiano et al. 2017 (appendix A.2): (kernel, stride) per layer.
 CONV_LAYERS = ((7, 3), (5, 2), (3, 1), (3, 1))
 # Smallest side for which those layers fit unpadded; smaller images use "same" padding.
@@ -55,6 +56,8 @@ KEYPOINT_CHANNELS = 16
 DEFAULT_KEYPOINT_TEMPERATURE = 0.1
 #: Reward networks in an ensemble by default (Christiano et al. 2017 use 3).
 DEFAULT_ENSEMBLE_SIZE = 3
+#: Dropout probability after each hidden layer by default (the keypoint network: its dense layers only).
+DEFAULT_DROPOUT = 0.2
 
 
 @dataclass(frozen=True)
@@ -62,18 +65,18 @@ class NetConfig:
     """Everything needed to rebuild a reward network (stored in each checkpoint)."""
 
     frame_spec: FrameSpec
-    dropout: float = 0.2
+    dropout: float = DEFAULT_DROPOUT
     batchnorm: bool = False
     hidden: int = 64
     n_members: int = 1
-    arch: str = DEFAULT_ARCH  # images only; checkpoints from before the keypoint network hold no arch: "atari"
+    arch: RewardNetArch = DEFAULT_ARCH  # images only; older checkpoints hold no arch: "atari"
     keypoint_temperature: float = DEFAULT_KEYPOINT_TEMPERATURE  # the keypoint network only
 
     def __post_init__(self) -> None:
         if self.arch not in ARCHS:
-            raise ValueError(f"reward network arch must be one of {ARCHS}, got {self.arch!r}")
+            raise ConfigError(f"reward network arch must be one of {ARCHS}, got {self.arch!r}")
         if not self.keypoint_temperature > 0:
-            raise ValueError(f"keypoint_temperature must be > 0, got {self.keypoint_temperature}")
+            raise ConfigError(f"keypoint_temperature must be > 0, got {self.keypoint_temperature}")
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -82,8 +85,9 @@ class NetConfig:
 
     @classmethod
     def from_dict(cls, d: dict) -> NetConfig:
+        arch = cast(RewardNetArch, str(d.get("arch", "atari")))  # a file's word: __post_init__ checks it
         return cls(FrameSpec.from_dict(d["frame_spec"]), float(d["dropout"]), bool(d["batchnorm"]), int(d["hidden"]),
-                   int(d.get("n_members", 1)), str(d.get("arch", "atari")), float(d.get("keypoint_temperature", 1.0)))
+                   int(d.get("n_members", 1)), arch, float(d.get("keypoint_temperature", 1.0)))
 
 
 def build_reward_net(config: NetConfig) -> nn.Module:
@@ -155,7 +159,8 @@ def _keypoint_body(config: NetConfig, in_shape: tuple) -> list[nn.Module]:
                 layers.append(nn.BatchNorm2d(KEYPOINT_CHANNELS * m))
             layers += [nn.LeakyReLU(0.01), nn.Identity()]
     if min(h, w) < 1:
-        raise ValueError(f"frames of {in_shape[1:]} pixels are too small for the keypoint network; use arch='atari'")
+        raise ObservationError(f"frames of {in_shape[1:]} pixels are too small for the keypoint network; "
+                               "use arch='atari'")
     return layers + [SpatialSoftmax(m, h, w, config.keypoint_temperature)]
 
 
@@ -219,8 +224,21 @@ class RewardPredictor:
         self.net = net if net is not None else build_reward_net(config)
         self.normaliser = normaliser or RewardNormaliser(mean=(0.0,) * config.n_members, std=(1.0,) * config.n_members)
         self.training_step = training_step
-        self._ops = inference_ops(self.net, config.frame_spec.net_input_shape)
-        self._ops_one_frame = inference_ops(self.net, config.frame_spec.net_input_shape, one_frame=True)
+        self.device = torch.device("cpu")  # where the network is (see ``to``)
+        self._off_cpu = False
+        self._build_ops()
+
+    def _build_ops(self) -> None:
+        self._ops = inference_ops(self.net, self.config.frame_spec.net_input_shape)
+        self._ops_one_frame = inference_ops(self.net, self.config.frame_spec.net_input_shape, one_frame=True)
+
+    def to(self, device: torch.device | str) -> RewardPredictor:
+        """Move the network to ``device`` (a GPU to train on, say); rewards still come back as NumPy arrays."""
+        self.device = torch.device(device)
+        self._off_cpu = self.device.type != "cpu"
+        self.net.to(self.device)
+        self._build_ops()  # the fast path holds views of the weights and buffers that moving replaced
+        return self
 
     @property
     def n_members(self) -> int:
@@ -228,12 +246,14 @@ class RewardPredictor:
         return self.config.n_members
 
     def _forward(self, frames: np.ndarray) -> torch.Tensor:
-        if self.net.training:  # the trainer's steps leave batchnorm in training mode; eval() costs ~0.15 ms
+        if self.net.training:  # the trainer's steps leave batchnorm in training mode; eval() walks every module
             self.net.eval()
         x = frames_to_net_input(frames, self.config.frame_spec)
+        if self._off_cpu:
+            x = x.to(self.device)
         for op in self._ops_one_frame if len(frames) == 1 else self._ops:
             x = op(x)
-        return x
+        return x.cpu() if self._off_cpu else x
 
     @torch.inference_mode()
     def member_rewards(self, frames: np.ndarray, batch_size: int = 200) -> np.ndarray:
@@ -303,8 +323,9 @@ class RewardPredictor:
                            for (k, v), p in zip(weights.items(), net.state_dict().values())}
             net.load_state_dict(weights)
             return cls(config, net, RewardNormaliser(**state["normaliser"]), int(state["training_step"]))
-        except FileNotFoundError:
-            raise
+        except FileNotFoundError as e:
+            raise MissingFileError(f"no checkpoint at {path}: pass the reward_predictor.ckpt of a run that trained "
+                                   "one") from e
         except Exception as e:  # torch raises many types for a corrupt or foreign file
             raise CheckpointFormatError(
                 f"{path} is not a valid drlhp reward-predictor checkpoint: {_why_unreadable(e)}. "
@@ -321,7 +342,7 @@ def _why_unreadable(e: Exception) -> str:
 
 
 def check_checkpoint_frames(predictor: RewardPredictor, frame_spec: FrameSpec, ckpt: str | None) -> None:
-    """Raise ``ValueError`` unless the network of checkpoint ``ckpt`` takes this env's frames."""
+    """Raise ``ObservationError`` unless the network of checkpoint ``ckpt`` takes this env's frames."""
     spec = predictor.config.frame_spec
     check_format(f"The reward network of checkpoint {ckpt} takes frames", spec.shape, spec.dtype,
                  "this env gives frames", frame_spec.shape, frame_spec.dtype,

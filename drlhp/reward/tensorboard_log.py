@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 import re
 
+from drlhp.errors import MissingExtraError
+
 RUN_PREFIX = "drlhp_reward_"
 
 
@@ -17,7 +19,7 @@ def require_tensorboard() -> None:
     try:
         import tensorboard  # noqa: F401
     except ImportError as e:
-        raise ImportError('tensorboard_log= writes TensorBoard files: pip install "drlhp[tensorboard]"') from e
+        raise MissingExtraError('tensorboard_log= writes TensorBoard files: pip install "drlhp[tensorboard]"') from e
 
 
 def next_run_dir(root: str) -> str:

@@ -9,6 +9,7 @@ import torch
 import torch.nn.functional as F
 
 from drlhp.clips.frames import frames_to_net_input
+from drlhp.errors import ConfigError
 from drlhp.reward.augment import NO_AUGMENTATION, Augmentation, random_shift, temporal_crop
 from drlhp.reward.predictor import (
     RewardPredictor,
@@ -59,19 +60,16 @@ class RewardTrainer:
     A batch goes through the network ``pairs_per_pass`` pairs at a time, gradients
     summed over the passes: the same step as one pass (but for batchnorm statistics,
     which then come from one pass's frames), with a fraction of the memory and no
-    slower. Measured on one thread, one network, 16 Pong pairs (25 x 84x84x4): one
-    pass 0.47 s and 621 MiB peak RSS; 4 pairs per pass 0.33 s and 428 MiB. An
-    ensemble's members share a pass (as channels), so by default a pass takes
-    4 // M pairs of each member: for 3 members, 8 Pong pairs each, 0.61 s a step in
-    passes of 1 pair against 0.84 s in passes of 4, and a full Pong database's
-    trainer at 0.49 GiB peak against 0.72 GiB.
+    slower. An ensemble's members share a pass (as channels), so by default a pass
+    takes 4 // M pairs of each member: a pass holds the frames of 4 pairs whatever M
+    is, which kept the trainer's memory and step time down (docs/benchmarks.md, "Memory").
     """
 
     def __init__(self, predictor: RewardPredictor, lr: float = 3e-4, noise_prob: float = 0.0,
                  weight_decay: float = 0.0, pairs_per_pass: int | None = None,
                  augmentation: Augmentation = NO_AUGMENTATION, seed: int | None = None) -> None:
         if not 0.0 <= noise_prob < 1.0:
-            raise ValueError(f"noise_prob must be in [0, 1), got {noise_prob}")
+            raise ConfigError(f"noise_prob must be in [0, 1), got {noise_prob}")
         self.predictor = predictor
         self.noise_prob = noise_prob
         self.augmentation = augmentation
@@ -101,7 +99,7 @@ class RewardTrainer:
         """Each member's returns ``(M, n)`` of its own pairs: frames ``(M, n, length, ...)``, shifted when training."""
         m, n = frames_a.shape[:2]
         both = np.concatenate([frames_a, frames_b], axis=1).reshape(-1, *frames_a.shape[3:])
-        x = frames_to_net_input(both, self.predictor.config.frame_spec)
+        x = frames_to_net_input(both, self.predictor.config.frame_spec).to(self.predictor.device)
         if self.augmentation.shift and x.dim() == 4:
             x = random_shift(x, frames_a.shape[2], self.augmentation.shift, self.generator)
         returns = segment_returns(self.predictor.net, members_input(x.view(m, -1, *x.shape[1:])), 2 * n)
@@ -111,7 +109,8 @@ class RewardTrainer:
         """Every member's returns ``(n, M)`` of the same pairs: frames ``(n, length, ...)``."""
         n = len(frames_a)
         both = np.concatenate([frames_a, frames_b]).reshape(-1, *frames_a.shape[2:])
-        x = member_input(frames_to_net_input(both, self.predictor.config.frame_spec), self.n_members)
+        x = member_input(frames_to_net_input(both, self.predictor.config.frame_spec).to(self.predictor.device),
+                         self.n_members)
         returns = segment_returns(self.predictor.net, x, 2 * n)
         return returns[:n], returns[n:]
 
@@ -140,11 +139,11 @@ class RewardTrainer:
         for part in self._passes(n):
             ra, rb = self._member_returns(frames_a[:, part], frames_b[:, part])
             # Summed over members (each learns at full strength from its own pairs), a mean over pairs.
-            part_loss = preference_loss(ra, rb, torch.from_numpy(labels[:, part]), self.noise_prob) * (
-                self.n_members * ra.shape[1] / n)
+            part_labels = torch.from_numpy(labels[:, part]).to(self.predictor.device)
+            part_loss = preference_loss(ra, rb, part_labels, self.noise_prob) * (self.n_members * ra.shape[1] / n)
             part_loss.backward()
             loss += part_loss.item() / self.n_members
-            returns.append((ra.detach(), rb.detach()))
+            returns.append((ra.detach().cpu(), rb.detach().cpu()))
         if unlabelled is not None and self.augmentation.pseudo_label_threshold is not None:
             self._pseudo_label_gradients(*unlabelled)
         self.optimizer.step()
@@ -175,15 +174,15 @@ class RewardTrainer:
 
         The loss is the members' mean; the accuracy is the ensemble's, judged on the
         return the agent is rewarded with (the members' normalised rewards, averaged).
-        Pass the pairs a batch at a time (a generator): 128 Pong pairs unpacked at
-        once would need ~2 GB.
+        Pass the pairs a batch at a time (a generator): a validation set of Pong pairs
+        unpacked at once takes gigabytes (docs/benchmarks.md, "Memory").
         """
         self.predictor.net.eval()
         returns, all_labels = [], []
         for frames_a, frames_b, labels in batches:
             returns += [self._shared_returns(frames_a[part], frames_b[part]) for part in self._passes(len(labels))]
             all_labels.append(labels)
-        ra, rb = torch.cat([a for a, _ in returns]), torch.cat([b for _, b in returns])  # (n, M)
+        ra, rb = torch.cat([a for a, _ in returns]).cpu(), torch.cat([b for _, b in returns]).cpu()  # (n, M)
         target = torch.from_numpy(np.concatenate(all_labels))
         loss = preference_loss(ra, rb, target[:, None].expand_as(ra), self.noise_prob)
         weights = torch.tensor(self.predictor.normaliser.member_weights, dtype=ra.dtype)

@@ -1,1 +1,2 @@
-"""The one place that knows a ``log_dir``: its paths, its lock, the rules for a new or resumed run, atomic writes."""
+"""The one place that knows a ``log_dir``: its paths, its lock, the rules for a new or resumed run, atomic writes,
+and noticing each new checkpoint."""

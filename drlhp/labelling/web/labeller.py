@@ -9,53 +9,39 @@ request for the next pair returns once its answer is on disk. See
 """
 from __future__ import annotations
 
-import secrets
 from dataclasses import dataclass
 
 import numpy as np
 
 from drlhp.clips.frames import FrameSpec
 from drlhp.clips.segments import Segment
-from drlhp.config import PreferenceConfig, worker_settings
 from drlhp.labelling.display import auto_zoom, frame_hw
+from drlhp.labelling.schedule import labels_remaining
 from drlhp.labelling.web.clips import ClipImages
 from drlhp.labelling.web.pool import Answer, PairPool
 from drlhp.labelling.web.server import LabellingServer, PageSettings, ServerThread
-from drlhp.storage.layout import LogDir
 from drlhp.storage.run_dir import log_human_label
 
 
 @dataclass(frozen=True)
 class WebConfig:
-    """Where the page is served and how it shows clips."""
+    """Where the page is served and how it shows clips (each from the run's ``drlhp.PreferenceConfig``)."""
 
     frame_spec: FrameSpec
-    token: str
-    host: str = "127.0.0.1"
-    port: int = 8765  # 0: any free port
-    zoom: int | None = None  # None: about 336 px per clip
-    fps: float = 20.0
-    pair_timeout: float = 120.0  # seconds before a pair handed out and not answered goes to someone else
-    budget: int | None = None  # the run's label budget, to show what is left of it
-    log_path: str | None = None  # CSV of answers: who, how long
-
-    @classmethod
-    def from_preference_config(cls, config: PreferenceConfig, frame_spec: FrameSpec) -> WebConfig:
-        """Where and how the page of a run with ``config`` shows clips, with a new random token for this run."""
-        return worker_settings(cls, config, _WEB_SETTINGS, frame_spec=frame_spec, token=secrets.token_urlsafe(24),
-                               log_path=LogDir(config.log_dir).human_labels)
-
-
-#: ``WebConfig``'s fields named otherwise in ``PreferenceConfig``.
-_WEB_SETTINGS = {"host": "web_host", "port": "web_port", "zoom": "display_zoom", "fps": "display_fps",
-                 "pair_timeout": "web_pair_timeout", "budget": "label_budget"}
+    token: str  # the run's secret: every request needs it
+    host: str
+    port: int  # 0: any free port
+    zoom: int | None  # None: about 336 px per clip
+    fps: float
+    pair_timeout: float  # seconds before a pair handed out and not answered goes to someone else
+    budget: int | None  # the run's label budget, to show what is left of it (None: no budget)
+    log_path: str | None  # CSV of answers: who, how long
 
 
 class WebLabeller:
     """The labeller behind the page; ``url`` is its address, token included."""
 
     pairs_per_segment: float | None = None  # ask as fast as people answer (and the label schedule allows)
-    concurrent = True  # offers pairs and takes answers instead of ``label(a, b)``
 
     def __init__(self, config: WebConfig) -> None:
         self.config = config
@@ -70,8 +56,7 @@ class WebLabeller:
         self.url = f"http://{host}:{self._server.port}/?token={config.token}"
 
     def _progress(self) -> dict:
-        budget = self.config.budget
-        return {"total": self._total, "remaining": None if budget is None else max(0, budget - self._asked)}
+        return {"total": self._total, "remaining": labels_remaining(self.config.budget, self._asked)}
 
     def set_progress(self, run_labels: int, asked: int) -> None:
         """The run's labels so far (resumed ones too) and pairs asked: what the page shows."""

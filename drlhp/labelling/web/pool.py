@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from drlhp.clips.segments import Segment
+from drlhp.errors import ConfigError
 
 #: A labeller counts as active (and is kept a spare pair) this long after their last request.
 ACTIVE_SECONDS = 60.0
@@ -57,7 +58,7 @@ class PairPool:
 
     def __init__(self, timeout: float, clock: Callable[[], float] = time.monotonic) -> None:
         if timeout <= 0:
-            raise ValueError(f"timeout must be > 0, got {timeout}")
+            raise ConfigError(f"timeout must be > 0, got {timeout}")
         self.timeout, self.clock = timeout, clock
         self._lock = threading.Lock()
         self._next_id = 1  # people see these numbers

@@ -25,13 +25,14 @@ from typing import Callable
 
 from aiohttp import web
 
+from drlhp.errors import ConfigError
+from drlhp.labelling.answers import CHOICE_VALUES, Choice
 from drlhp.labelling.web.clips import ClipImages, sheet_cols
 from drlhp.labelling.web.pool import OutPair, PairPool
 
 TOKEN_COOKIE = "drlhp_token"
 TOKEN_HEADER = "X-Drlhp-Token"
 MAX_BODY_BYTES = 1024  # an answer is ~60 bytes
-LABELS = {"L": 1.0, "R": 0.0, "E": 0.5, "skip": None}
 NAME_PATTERN = re.compile(r"[^\W_][\w .'-]{0,39}")  # letters, digits, spaces and . ' - _; 1-40 characters
 ACK_TIMEOUT = 10.0  # seconds an answer may wait to be journaled before the page is told to retry
 STATIC_DIR = os.path.join(os.path.dirname(__file__), "static")
@@ -61,7 +62,7 @@ class LabellingServer:
     def __init__(self, pool: PairPool, clips: ClipImages, settings: PageSettings, token: str,
                  progress: Callable[[], dict]) -> None:
         if len(token) < 16:
-            raise ValueError("the token must be a long random string (secrets.token_urlsafe())")
+            raise ConfigError("the token must be a long random string (secrets.token_urlsafe())")
         self.pool, self.clips, self.settings, self.progress = pool, clips, settings, progress
         self._token = token.encode()
         self._files = {name: open(os.path.join(STATIC_DIR, name), "rb").read()
@@ -127,9 +128,10 @@ class LabellingServer:
         pair_id, label, name = body["pair"], body["label"], _checked_name(body["name"])
         if not isinstance(pair_id, int) or isinstance(pair_id, bool) or pair_id < 0:
             raise web.HTTPBadRequest(text="pair must be a pair id (a whole number >= 0)")
-        if not isinstance(label, str) or label not in LABELS:
-            raise web.HTTPBadRequest(text=f"label must be one of {sorted(LABELS)}")
-        status, answer = self.pool.answer(pair_id, LABELS[label], name)
+        if not isinstance(label, str) or label not in CHOICE_VALUES:
+            raise web.HTTPBadRequest(text=f"label must be one of {sorted(CHOICE_VALUES)}")
+        given = Choice(label).label
+        status, answer = self.pool.answer(pair_id, given, name)
         if answer is None:
             raise web.HTTPNotFound(text=f"no pair {pair_id} is out with the labellers")
         try:
@@ -137,7 +139,7 @@ class LabellingServer:
         except (asyncio.TimeoutError, RuntimeError) as e:
             raise web.HTTPServiceUnavailable(
                 text=f"the answer was not recorded ({e or 'timeout'}); send it again") from None
-        if status == "duplicate" and (answer.labeller != name or answer.label != LABELS[label]):
+        if status == "duplicate" and (answer.labeller != name or answer.label != given):
             raise web.HTTPConflict(text=f"pair {pair_id} was already answered")
         reply = self._pair_json(self.pool.next_for(name), name)
         reply["duplicate"] = status == "duplicate"

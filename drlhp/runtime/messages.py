@@ -1,9 +1,7 @@
-"""The small messages the processes exchange (see ``drlhp.pipeline.workers`` for who sends what)."""
+"""The small messages between the processes (the labels themselves travel as ``drlhp.labels.stream`` records)."""
 from __future__ import annotations
 
 from typing import NamedTuple
-
-from drlhp.clips.segments import PackedSegment
 
 
 class RunStart(NamedTuple):
@@ -11,32 +9,6 @@ class RunStart(NamedTuple):
 
     first_seg_id: int  # added to the env side's clip numbers (0, 1, ...), so ids never repeat in a log_dir
     next_seq: int  # the sequence number of the run's next label
-
-
-class SegmentData(NamedTuple):
-    """Interface -> trainer: a segment, compressed, sent once, before the first label that uses it."""
-
-    segment: PackedSegment
-
-
-class ForgetSegment(NamedTuple):
-    """Interface -> trainer: the interface will not label this segment again."""
-
-    seg_id: int
-
-
-class Preference(NamedTuple):
-    """Interface -> trainer: ``label`` is the probability that segment a is preferred to b.
-
-    1.0: a is better ("L"), 0.0: b is better ("R"), 0.5: equally good ("E").
-    """
-
-    seg_id_a: int
-    seg_id_b: int
-    label: float
-    seq: int  # the label's number in the run (0, 1, ...): decides train or validation, orders the journal
-    labeller: str = ""  # who answered: a labeller's class name, or "web:<name>" a person typed in the browser
-    seconds: float | None = None  # how long the answer took (None: not timed)
 
 
 class SavePrefs(NamedTuple):

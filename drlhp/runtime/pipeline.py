@@ -1,63 +1,36 @@
-"""The preference pipeline behind every drlhp front-end, for any number of envs.
+"""The preference pipeline behind every drlhp front-end, for any number of envs: clips in, rewards out.
 
-::
-
-  RL algorithm (any: SB3 PPO/A2C, a CleanRL loop, your own)
-       | step(actions)                        ^ obs, rewards (true, or predicted + normalised)
-       v                                      |
-  front-end: HumanPreferencesEnvWrapper (N = 1), HumanPreferencesVectorWrapper
-  (gymnasium), drlhp.sb3.HumanPreferencesVecEnvWrapper (SB3) -- main process
-       | the N frames of a step (after obs_transform_func) + true rewards,
-       | which of them are real transitions, where episodes end
-       v
-  PreferencePipeline (this module, main process)
-       | EpisodeClips (one SegmentBuilder per env): a clip never spans two episodes of one env
-       v
-  SegmentChannel (shared-memory slots; no free slot -> clip dropped + counted)
-       |
-       v
-  preference-interface process (pref_interface.py): ring buffer of recent clips
-  of all envs -> pick an unasked pair -> labeller: synthetic | window + terminal |
-  web page (web_labeller.py: many pairs out at once) | yours
-  -> label journal (label_journal.py): appended and fsynced before the next pair
-       | SegmentData (once per clip, compressed), Preference, ForgetSegment, None = no more
-       v
-  pref_queue (bounded, blocking put: a label is never dropped)
-       |
-       v
-  reward-training process (trainer_process.py): receiver thread -> PrefBuffer ->
-  train / val PrefDB; main thread: minibatches, validation, SavePrefs commands,
-  snapshots (train.pkl.gz, val.pkl.gz) that let the journal shrink,
-  atomic checkpoint -> log_dir/reward_predictor_checkpoints/
-       | reward_predictor.ckpt (weights + normaliser)
-       v
-  PreferencePipeline: between steps, a cheap check for a newer checkpoint, then a
-  fast load; the N frames of a step go through the reward network in one batch.
-
-One pipeline serves all N envs of a vector env: two processes, one database,
-one reward network, one window and one prompt for a person, whatever N is.
-The front-ends only translate their env API's conventions (autoreset, terminal
-observations, info formats) into ``step()`` calls on this class.
+One pipeline serves all N envs of a vector env: two processes, one database, one reward network,
+one window and one prompt for a person, whatever N is. The front-ends only translate their env
+API's conventions (autoreset, terminal observations, info formats) into ``step()`` calls on this
+class. Each step's clips are cut per env (``drlhp.clips.cutting``) and go to the preference
+interface through shared memory (``drlhp.runtime.segment_channel``); ``drlhp.runtime.workers``
+starts, watches and stops the two processes. Between steps a cheap check notices each new
+checkpoint; the N frames of a step go through the reward network in one batch. The picture of
+the whole: docs/architecture.md.
 """
 from __future__ import annotations
 
 import logging
 import time
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 
+from drlhp.clips.cutting import EpisodeClips
 from drlhp.clips.frames import FrameSpec
 from drlhp.config import PreferenceConfig
-from drlhp.labelling.interface import InterfaceConfig
-from drlhp.pipeline.background import BackgroundProcesses
-from drlhp.pipeline.checkpoint_watch import CheckpointWatch
-from drlhp.pipeline.clip_cutting import EpisodeClips
-from drlhp.pipeline.segment_channel import SegmentChannel
+from drlhp.errors import ConfigError, UsageError
+from drlhp.labelling.display import require_images
+from drlhp.labelling.human import check_can_ask
+from drlhp.labelling.schedule import labels_remaining
 from drlhp.reward.predictor import RewardPredictor, check_checkpoint_frames
 from drlhp.reward.torch_setup import set_up_torch
-from drlhp.reward.training_loop import TrainerConfig
+from drlhp.runtime.segment_channel import SegmentChannel
+from drlhp.runtime.settings import human_config, interface_config, trainer_config, web_config
+from drlhp.runtime.stats import PipelineStats
+from drlhp.runtime.workers import Workers
+from drlhp.storage.checkpoint_watch import CheckpointWatch
 from drlhp.storage.layout import LogDir, checkpoint_path
 
 log = logging.getLogger("drlhp")
@@ -74,12 +47,17 @@ class PreferencePipeline:
 
     def __init__(self, config: PreferenceConfig, frame_spec: FrameSpec, n_envs: int = 1) -> None:
         if n_envs < 1:
-            raise ValueError(f"n_envs must be >= 1, got {n_envs}")
-        self._background = BackgroundProcesses(config)
-        self._stats = self._background.stats  # on the step path without a lookup
+            raise ConfigError(f"n_envs must be >= 1, got {n_envs}")
+        self._workers = Workers(config)
+        self._stats = self._workers.stats  # on the step path without a lookup
         self.config, self.frame_spec, self.n_envs = config, frame_spec, n_envs
-        human = _human_config(config, frame_spec) if config.human_labelling else None
-        web = _web_config(config, frame_spec) if config.web_labelling else None
+        human = web = None
+        if config.human_labelling:
+            check_can_ask(frame_spec, config.human_terminal)
+            human = human_config(config, frame_spec)
+        if config.web_labelling:
+            require_images(frame_spec, "Labelling in a browser")
+            web = web_config(config, frame_spec)
         self.labelling_url: str | None = None  # the labelling page's address, token included (labelling="web")
         self._ckpt_path = LogDir(config.log_dir).checkpoint
         # A checkpoint already in log_dir is from an earlier run: only load ones this run writes
@@ -98,7 +76,7 @@ class PreferencePipeline:
 
         # Episode ids are unique across envs, so the interface can tell episodes apart.
         self._clips = EpisodeClips(frame_spec, config.segment_length, n_envs) if config.collect_prefs else None
-        self._channel: SegmentChannel | None = None  # the background's, on the step path without a lookup
+        self._channel: SegmentChannel | None = None  # the workers', on the step path without a lookup
         if config.collect_prefs or config.train_reward:
             self._start_workers(pretrained_ckpt, human, web)
         if config.resume:
@@ -107,15 +85,15 @@ class PreferencePipeline:
     def _start_workers(self, pretrained_ckpt: str | None, human, web) -> None:
         """Start the trainer (and the interface, when collecting); return once the trainer is ready."""
         c = self.config
-        trainer_config = TrainerConfig.from_preference_config(c, self.frame_spec, pretrained_ckpt)
-        interface_config = None
+        interface = None
         if c.collect_prefs:
             # The ensemble that judges pairs: the one being trained, else the pretrained one (if any).
             selection_ckpt = self._ckpt_path if c.train_reward else pretrained_ckpt
-            interface_config = InterfaceConfig.from_preference_config(c, human, web, selection_ckpt)
+            interface = interface_config(c, human, web, selection_ckpt)
         n_slots = c.segment_queue_size or max(8, 2 * self.n_envs)
-        ready = self._background.start(trainer_config, interface_config, self.frame_spec, n_slots)
-        self._channel, self.labelling_url = self._background.channel, self._background.labelling_url
+        ready = self._workers.start(trainer_config(c, self.frame_spec, pretrained_ckpt), interface, self.frame_spec,
+                                    n_slots)
+        self._channel, self.labelling_url = self._workers.channel, self._workers.labelling_url
         if c.resume:
             log.info("resumed the run in %s: %d labels (%d training, %d validation), reward network at step %d",
                      c.log_dir, ready.n_labels, ready.n_train, ready.n_val, ready.training_step)
@@ -136,7 +114,7 @@ class PreferencePipeline:
         Returns ``(n_envs,)`` float rewards from one batched forward pass while
         ``using_reward_from_predictor``, else None (use the env's own reward).
         """
-        self._background.check()
+        self._workers.check()
         self._stats.env_steps.value += self.n_envs if recorded is None else sum(recorded)
         if self._clips is not None:
             for env_index, episode, clip_frames, clip_rewards in self._clips.add(frames, true_rewards, recorded,
@@ -157,7 +135,7 @@ class PreferencePipeline:
         """
         self.check_workers()
         if self._channel is None:
-            raise RuntimeError("add_clip() needs collect_prefs=True")
+            raise UsageError("add_clip() needs collect_prefs=True")
         return self._channel.send(frames, rewards, episode, source)
 
     def count_env_steps(self, n: int) -> None:
@@ -192,7 +170,7 @@ class PreferencePipeline:
         """Return the predicted reward from now on; needs a checkpoint to exist."""
         self.poll_predictor(now=True)
         if self._predictor is None:
-            raise RuntimeError(
+            raise UsageError(
                 f"No reward predictor yet: no checkpoint at {self._ckpt_path}. Wait until the trainer "
                 "has written one (stats()['training_steps']), or pass pretrained_reward_predictor_dir=."
             )
@@ -220,7 +198,7 @@ class PreferencePipeline:
     def poll_predictor(self, now: bool = False) -> bool:
         """Load a newer checkpoint if there is one (checked at most every ``ckpt_poll_interval``, unless ``now``);
         True if loaded."""
-        if not self._background.started:
+        if not self._workers.started:
             return False
         predictor = self._ckpt_watch.poll(RewardPredictor.load, now)
         if predictor is None:
@@ -236,70 +214,34 @@ class PreferencePipeline:
     # -- preferences ---------------------------------------------------------------
     def save_prefs(self, timeout: float = 120.0) -> list[str]:
         """Write ``train.pkl.gz`` and ``val.pkl.gz`` into ``log_dir`` (atomically); returns their paths."""
-        saved = self._background.save_prefs(self.config.log_dir, timeout)
+        saved = self._workers.save_prefs(self.config.log_dir, timeout)
         log.info("saved %d training and %d validation preferences to %s", saved.n_train, saved.n_val,
                  self.config.log_dir)
         return saved.paths
 
-    def stats(self) -> dict:
+    def stats(self) -> PipelineStats:
         """Counters: clips sent/dropped, labels, preferences received, reward-training steps."""
-        out: dict[str, Any]  # counts, and label_budget / labels_remaining that may be None
-        out = {"n_envs": self.n_envs, "segments_sent": 0, "segments_dropped": 0,
-               "tail_frames_dropped": self._clips.n_tail_frames_dropped if self._clips is not None else 0}
-        if self._channel is not None:
-            out.update(segments_sent=self._channel.n_sent, segments_dropped=self._channel.n_dropped)
-        out.update(self._stats.as_dict())
+        shared = self._stats.as_dict()
         budget = self.config.label_budget
-        out.update(label_budget=budget,
-                   labels_remaining=None if budget is None else max(0, budget - out["labels_asked"]))
-        out["predictor_training_step"] = self._predictor.training_step if self._predictor else None
-        return out
+        return PipelineStats(
+            n_envs=self.n_envs,
+            segments_sent=self._channel.n_sent if self._channel is not None else 0,
+            segments_dropped=self._channel.n_dropped if self._channel is not None else 0,
+            tail_frames_dropped=self._clips.n_tail_frames_dropped if self._clips is not None else 0,
+            predictor_training_step=self._predictor.training_step if self._predictor else None,
+            label_budget=budget, labels_remaining=labels_remaining(budget, shared["labels_asked"]), **shared)
 
     # -- lifecycle -------------------------------------------------------------------
     @property
     def processes(self) -> dict:
         """The background processes by name (``reward_trainer``, ``pref_interface``); empty if none."""
-        return self._background.processes
+        return self._workers.processes
 
     def check_workers(self) -> None:
         """Raise ``WorkerError`` if a background process has failed."""
-        self._background.check()
+        self._workers.check()
 
     def close(self) -> None:
         """Stop the processes, letting the trainer save unsaved labels. Idempotent."""
-        self._background.close()
+        self._workers.close()
 
-
-def _human_config(config: PreferenceConfig, spec: FrameSpec):
-    """Check that a person can be shown clips and asked here; raise a clear error if not."""
-    from drlhp.labelling.display import display_problem
-    from drlhp.labelling.human import HumanConfig, import_cv2_gui
-    from drlhp.labelling.terminal import terminal_problem
-
-    if not spec.is_image:
-        raise ValueError("Human preferences need image observations to show; pass obs_transform_func= "
-                         "returning an image (HxW, HxWxC, CxHxW or SxHxWxC)")
-    problem = display_problem()
-    if problem:
-        raise RuntimeError(
-            f"Human preferences show clips in a window, but {problem}. Run on a desktop, with ssh -X, "
-            "or under a virtual display (Xvfb :99 & export DISPLAY=:99) and view it with a VNC client; "
-            "or collect with synthetic_preferences=True.")
-    problem = terminal_problem(config.human_terminal)
-    if problem:
-        raise RuntimeError(
-            f"Human preferences are typed in a terminal, but {problem}. Start the program from a terminal "
-            "(a shell or tmux; stdin may be redirected), or pass human_terminal='/dev/pts/N' naming the "
-            "terminal to ask in (`tty` prints a terminal's name).")
-    import_cv2_gui()
-    return HumanConfig.from_preference_config(config, spec)
-
-
-def _web_config(config: PreferenceConfig, spec: FrameSpec):
-    """Check that the page can show the clips; where and how it shows them."""
-    from drlhp.labelling.web.labeller import WebConfig
-
-    if not spec.is_image:
-        raise ValueError("Labelling in a browser needs image observations to show; pass obs_transform_func= "
-                         "returning an image (HxW, HxWxC, CxHxW or SxHxWxC)")
-    return WebConfig.from_preference_config(config, spec)

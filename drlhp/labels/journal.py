@@ -4,9 +4,9 @@ The preference interface appends each label -- its sequence number, the two
 clip ids, the label, the time and who answered, plus each clip the first time a
 journal file uses it -- in one write, then ``fsync``s, before it asks about the
 next pair. A power cut loses at most the answer being typed; a killed process
-loses nothing it acknowledged. (An fsync costs ~0.2 ms on this project's
-machines: nothing beside a person's answer, and room for ~5,000 synthetic labels
-a second.)
+loses nothing it acknowledged. An fsync is nothing beside a person's answer and
+leaves room for thousands of synthetic labels a second (docs/benchmarks.md,
+"Figures behind the code").
 
 ``train.pkl.gz`` / ``val.pkl.gz`` stay the compact snapshot. Each records how many
 of the run's labels it covers; ``PrefBuffer.load`` replays the journal's later

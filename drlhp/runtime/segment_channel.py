@@ -1,8 +1,8 @@
 """Moving segments from the env process to the preference interface without pickling.
 
-Pickling a 25x84x84x4 segment through a ``multiprocessing.Queue`` costs the main
-process ~0.6 ms of CPU (plus GIL contention from the queue's feeder thread);
-copying it into preallocated shared memory costs ~0.02 ms. So the channel owns
+Pickling a Pong clip through a ``multiprocessing.Queue`` costs the main process
+many times what copying it into preallocated shared memory does
+(docs/benchmarks.md), plus GIL contention from the queue's feeder thread. So the channel owns
 ``n_slots`` shared-memory slots: the sender copies a finished segment into a free
 slot and sends only ``(slot, seg_id, rewards)``; the receiver copies the frames
 out and hands the slot back. When no slot is free the segment is dropped and

@@ -12,7 +12,9 @@ not timed) after the labels. Versions 1 (raw frames, gzip
 level 1) and 2 are still read.
 The header's ``n_labels`` is how many labels the run had when the file was
 written: the journal's labels from there on are replayed on top of it
-(``drlhp.labelling.journal``).
+(``drlhp.labels.journal``). Its ``val_fraction`` (absent in files written before it was recorded)
+is the run's split, so a reader that does not know the run's settings routes the journal's labels
+where the run did.
 """
 from __future__ import annotations
 
@@ -28,14 +30,16 @@ from collections.abc import Iterator
 import numpy as np
 
 from drlhp.clips.segments import PackedSegment, Segment, pack
-from drlhp.errors import PrefDBFormatError
-from drlhp.labelling.journal import read_journal
+from drlhp.errors import ConfigError, NoLabelsError, PrefDBFormatError
+from drlhp.labels.journal import read_journal
 from drlhp.storage.files import atomic_write
 from drlhp.storage.layout import LogDir
 
 FORMAT_NAME = "drlhp-prefdb"
 FORMAT_VERSION = 3
 READABLE_VERSIONS = (1, 2, 3)
+#: The share of labels held out for validation unless a run says otherwise (``PreferenceConfig.val_fraction``).
+DEFAULT_VAL_FRACTION = 0.2
 
 
 class PrefDB:
@@ -48,7 +52,7 @@ class PrefDB:
 
     def __init__(self, maxlen: int) -> None:
         if maxlen < 1:
-            raise ValueError(f"maxlen must be >= 1, got {maxlen}")
+            raise ConfigError(f"maxlen must be >= 1, got {maxlen}")
         self.maxlen = maxlen
         self.segments: dict[int, PackedSegment] = {}
         self._refs: dict[int, int] = {}
@@ -57,6 +61,7 @@ class PrefDB:
         self.answer_seconds: deque[float] = deque()  # how long each answer took (nan: not timed)
         #: Set by ``load``: the run's label count when the file was saved (None: not recorded).
         self.n_labels_when_saved: int | None = None
+        self.val_fraction_when_saved: float | None = None  # the run's split, from the file's header
 
     def __len__(self) -> int:
         return len(self.prefs)
@@ -88,8 +93,9 @@ class PrefDB:
         return frames_a, frames_b, labels
 
     # -- files ----------------------------------------------------------------
-    def save(self, path: str, n_labels: int | None = None) -> None:
-        """Write atomically to ``path`` (see the module docstring); ``n_labels``: the run's label count now."""
+    def save(self, path: str, n_labels: int | None = None, val_fraction: float | None = None) -> None:
+        """Write atomically to ``path`` (see the module docstring); ``n_labels``: the run's label count now;
+        ``val_fraction``: the run's validation split."""
         ids = sorted(self.segments)
         first = self.segments[ids[0]] if ids else None
         header = {
@@ -101,6 +107,7 @@ class PrefDB:
             "segment_shape": list(first.packed_frames[1]) if first else None,
             "frame_dtype": first.packed_frames[2].str if first else None,
             "n_labels": n_labels,
+            "val_fraction": val_fraction,
         }
         prefs = np.array(self.prefs, dtype=np.float64).reshape(-1, 3)
         with atomic_write(path) as raw, gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=0) as f:
@@ -162,6 +169,7 @@ class PrefDB:
                 raise _format_error(path, f"a preference refers to missing segment {a} or {b}")
             db.append(segments[a], segments[b], label, labeller, secs)
         db.n_labels_when_saved = None if header.get("n_labels") is None else int(header["n_labels"])
+        db.val_fraction_when_saved = None if header.get("val_fraction") is None else float(header["val_fraction"])
         return db
 
 
@@ -214,7 +222,7 @@ class PrefBuffer:
 
     def __init__(self, max_prefs: int, val_fraction: float) -> None:
         if not 0.0 <= val_fraction < 1.0:
-            raise ValueError(f"val_fraction must be in [0, 1), got {val_fraction}")
+            raise ConfigError(f"val_fraction must be in [0, 1), got {val_fraction}")
         n_val = int(round(max_prefs * val_fraction))
         self.train_db = PrefDB(max(1, max_prefs - n_val))
         self.val_db = PrefDB(max(1, n_val))
@@ -247,8 +255,8 @@ class PrefBuffer:
     def save(self, directory: str) -> list[str]:
         """Write ``train.pkl.gz`` and ``val.pkl.gz`` into ``directory`` (atomically); returns their paths."""
         paths = list(LogDir(directory).snapshot)
-        self.train_db.save(paths[0], self.n_received)
-        self.val_db.save(paths[1], self.n_received)
+        self.train_db.save(paths[0], self.n_received, self.val_fraction)
+        self.val_db.save(paths[1], self.n_received, self.val_fraction)
         return paths
 
     @classmethod
@@ -258,7 +266,7 @@ class PrefBuffer:
         has_snapshot = [os.path.exists(p) for p in (train_path, val_path)]
         if not all(has_snapshot) and (any(has_snapshot) or not LogDir(directory).journal_files()):
             missing = [os.path.basename(p) for p, ok in zip((train_path, val_path), has_snapshot) if not ok]
-            raise FileNotFoundError(
+            raise NoLabelsError(
                 f"{directory!r} has no {' or '.join(missing)}{'' if any(has_snapshot) else ' and no label journal'}. "
                 "Point prefs_dir at the log_dir of a run that collected labels (where save_prefs() wrote "
                 "train.pkl.gz and val.pkl.gz).")
@@ -278,9 +286,26 @@ class PrefBuffer:
         return buffer
 
     @classmethod
-    def load_all(cls, directory: str) -> PrefBuffer:
-        """Every label in ``directory``, none evicted: for reading a database, not for training on it."""
-        return cls.load(directory, max_prefs=2 ** 40, val_fraction=0.2)
+    def load_all(cls, directory: str, val_fraction: float | None = None) -> PrefBuffer:
+        """Every label in ``directory``, none evicted: for reading a database, not for training on it.
+
+        The journal's labels go where the run put them: by ``val_fraction``, else the split its snapshot
+        records, else (a run with no snapshot yet, or one written before the split was recorded)
+        ``DEFAULT_VAL_FRACTION``, ``PreferenceConfig``'s default."""
+        if val_fraction is None:
+            val_fraction = recorded_val_fraction(directory)
+        return cls.load(directory, max_prefs=2 ** 40,
+                        val_fraction=DEFAULT_VAL_FRACTION if val_fraction is None else val_fraction)
+
+
+def recorded_val_fraction(directory: str) -> float | None:
+    """The validation split the run in ``directory`` recorded in its snapshot's header (None: not recorded)."""
+    train_path, _ = LogDir(directory).snapshot
+    if not os.path.exists(train_path):
+        return None
+    with _reading(train_path) as f:
+        header = _read_header(f, train_path)
+    return None if header.get("val_fraction") is None else float(header["val_fraction"])
 
 
 def clip_format(directory: str) -> tuple[tuple[int, ...], np.dtype]:
@@ -293,5 +318,5 @@ def clip_format(directory: str) -> tuple[tuple[int, ...], np.dtype]:
             return tuple(header["segment_shape"]), np.dtype(header["frame_dtype"])
     for rec in read_journal(directory):
         return rec.a.packed_frames[1], rec.a.packed_frames[2]
-    raise FileNotFoundError(f"{directory!r} holds no labelled clips (no train.pkl.gz with pairs, no label journal). "
+    raise NoLabelsError(f"{directory!r} holds no labelled clips (no train.pkl.gz with pairs, no label journal). "
                             "Point it at the log_dir of a run that collected labels.")

@@ -1,0 +1,45 @@
+"""The stream of labels from the preference interface to the label store: a clip, a label, a clip forgotten.
+
+The interface writes these records to whatever it is given to ``put`` them on (the reward-training process's
+queue in a run, a plain ``queue.Queue`` in a test); ``LabelStore.add`` reads them in the same order.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple, Protocol, Union
+
+from drlhp.clips.segments import PackedSegment
+
+
+class SegmentData(NamedTuple):
+    """A clip, compressed, sent once, before the first label that uses it."""
+
+    segment: PackedSegment
+
+
+class ForgetSegment(NamedTuple):
+    """The interface will not label this clip again: the store may let it go once no pair holds it."""
+
+    seg_id: int
+
+
+class Preference(NamedTuple):
+    """``label`` is the probability that clip a is preferred to clip b.
+
+    1.0: a is better ("L"), 0.0: b is better ("R"), 0.5: equally good ("E").
+    """
+
+    seg_id_a: int
+    seg_id_b: int
+    label: float
+    seq: int  # the label's number in the run (0, 1, ...): decides train or validation, orders the journal
+    labeller: str = ""  # who answered: a labeller's class name, or "web:<name>" a person typed in the browser
+    seconds: float | None = None  # how long the answer took (None: not timed)
+
+
+LabelRecord = Union[SegmentData, ForgetSegment, Preference]
+
+
+class LabelSink(Protocol):
+    """Where the interface puts its records: a queue (``put`` blocks while it is full, so none is dropped)."""
+
+    def put(self, record: LabelRecord) -> None: ...

@@ -1,0 +1,220 @@
+"""A reward network learning from labelled pairs, N steps at a time: the network, its optimiser, adaptive L2,
+the normaliser fitted at each checkpoint, and the checkpoints themselves.
+
+It trains on whatever databases it is handed and knows nothing of where they come from: the reward-training
+process hands it the run's labels as they grow (``drlhp.runtime.trainer_process``), ``drlhp train-reward``
+a saved database (``drlhp.cli.offline``). Checkpoints go to ``<log_dir>/reward_predictor_checkpoints/``:
+the network with its normaliser (what every process loads to reward steps) and Adam's state (so a resumed
+run trains on as if never stopped).
+"""
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from drlhp.errors import NoLabelsError
+from drlhp.labels.pref_db import PrefDB
+from drlhp.reward.augment import Augmentation
+from drlhp.reward.bootstrap import member_batches
+from drlhp.reward.normaliser import MIN_STD, RewardNormaliser
+from drlhp.reward.predictor import NetConfig, RewardPredictor, check_checkpoint_frames
+from drlhp.reward.torch_setup import torch_device
+from drlhp.reward.trainer import RewardTrainer, adapted_l2
+from drlhp.storage.layout import LogDir
+
+log = logging.getLogger("drlhp.learner")
+
+
+@dataclass(frozen=True)
+class LearnerConfig:
+    """How a reward network is trained (each from the run's ``drlhp.PreferenceConfig``; see ``drlhp.runtime.settings``).
+
+    ``first_ckpt_step``: a checkpoint at this step too (the run's ``n_initial_training_steps``: the
+    step from which its predicted reward is used). ``device``: a torch device, or ``"auto"``.
+    """
+
+    net: NetConfig
+    lr: float
+    batch_size: int
+    noise_prob: float
+    weight_decay: float
+    adaptive_l2: bool
+    augmentation: Augmentation
+    reward_scale: float
+    ckpt_interval: int
+    first_ckpt_step: int
+    seed: int | None
+    device: str
+    n_val_pairs: int = 128  # validation pairs scored at each checkpoint
+    n_normaliser_segments: int = 32  # recent clips the normaliser is fitted on
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """How the network does at a checkpoint: its losses and accuracies, the L2 penalty it trains on from here,
+    and the pairs trained per second since the last checkpoint."""
+
+    training_step: int
+    n_train_prefs: int
+    n_val_prefs: int
+    train_loss: float  # the mean over the training steps since the last checkpoint
+    train_accuracy: float
+    val_loss: float  # nan without validation pairs
+    val_accuracy: float
+    l2_coefficient: float
+    pairs_per_second: float
+    raw_reward_mean: float  # the normaliser's, averaged over the members
+    raw_reward_std: float
+
+
+class Learner:
+    """Trains a reward network (ensemble) in ``log_dir``: ``train(n_steps, train_db, val_db)``.
+
+    It starts from the run's own checkpoint when ``resume`` finds one (with its optimiser state), else from
+    ``pretrained_ckpt`` (a checkpoint file), else from a new network.
+    """
+
+    def __init__(self, config: LearnerConfig, log_dir: str, pretrained_ckpt: str | None = None,
+                 resume: bool = False) -> None:
+        self.config = config
+        self.files = LogDir(log_dir)
+        self.rng = np.random.default_rng(config.seed)
+        self.trainer = self._load(pretrained_ckpt, resume)
+        self.ckpt_step = self.step  # the step of the last checkpoint (or of the one started from)
+        self._recent: dict[str, list[float]] = {"loss": [], "accuracy": []}
+        self._pairs_trained = 0
+        self._rate_clock = time.monotonic()
+        self._warned_flat = False
+
+    def _load(self, pretrained_ckpt: str | None, resume: bool) -> RewardTrainer:
+        c = self.config
+        own = resume and os.path.exists(self.files.checkpoint)
+        ckpt = self.files.checkpoint if own else pretrained_ckpt
+        predictor = RewardPredictor.load(ckpt) if ckpt else RewardPredictor(c.net)
+        check_checkpoint_frames(predictor, c.net.frame_spec, ckpt)
+        predictor.to(torch_device(c.device))
+        trainer = RewardTrainer(predictor, c.lr, c.noise_prob, c.weight_decay, augmentation=c.augmentation,
+                                seed=c.seed)
+        if own and trainer.load_state(self.files.trainer_state):
+            log.info("resumed the reward network at training step %d, with its optimiser state",
+                     predictor.training_step)
+        return trainer
+
+    @property
+    def predictor(self) -> RewardPredictor:
+        """The network being trained, with the normaliser of the last checkpoint."""
+        return self.trainer.predictor
+
+    @property
+    def step(self) -> int:
+        """Training steps the network has taken (those of the checkpoint it started from included)."""
+        return self.trainer.predictor.training_step
+
+    # -- training --------------------------------------------------------------------------
+    def train(self, n_steps: int, train_db: PrefDB, val_db: PrefDB,
+              on_step: Callable[[int], None] | None = None) -> list[Evaluation]:
+        """``n_steps`` gradient steps on ``train_db``'s pairs, with a checkpoint (evaluated on ``val_db``) at each
+        step that is due one: every ``ckpt_interval`` steps, and at ``first_ckpt_step``. Returns their evaluations.
+
+        ``on_step(step)`` is called after each gradient step, before its checkpoint.
+        """
+        if len(train_db) == 0:
+            raise NoLabelsError("no training pairs to train the reward network on")
+        c, evaluations = self.config, []
+        for _ in range(n_steps):
+            idx = member_batches(train_db.prefs, self.trainer.n_members, c.batch_size, self.rng, c.seed or 0)
+            loss, acc = self.trainer.train_step(*_by_member(train_db, idx), self._unlabelled(train_db))
+            self._recent["loss"].append(loss)
+            self._recent["accuracy"].append(acc)
+            self._pairs_trained += c.batch_size
+            if on_step is not None:
+                on_step(self.step)
+            if self.step % c.ckpt_interval == 0 or self.step == c.first_ckpt_step:
+                evaluations.append(self.checkpoint(train_db, val_db))
+        return evaluations
+
+    def _unlabelled(self, db: PrefDB) -> tuple[np.ndarray, np.ndarray] | None:
+        """For pseudo-labels: each member's new pairings of the training clips, ``(M, batch, length, ...)`` each."""
+        if self.config.augmentation.pseudo_label_threshold is None:
+            return None
+        segments = list(db.segments.values())
+        pick = self.rng.integers(0, len(segments), size=(self.trainer.n_members, self.config.batch_size, 2))
+        unpacked = {i: segments[i].frames for i in np.unique(pick)}
+        frames = np.stack([unpacked[i] for i in pick.ravel()]).reshape(*pick.shape, *unpacked[pick.flat[0]].shape)
+        return frames[:, :, 0], frames[:, :, 1]
+
+    # -- checkpoints ---------------------------------------------------------------------------
+    @property
+    def checkpointed(self) -> bool:
+        """Whether the checkpoint on disk holds the network as it is now."""
+        return self.ckpt_step == self.step
+
+    def checkpoint(self, train_db: PrefDB, val_db: PrefDB, evaluate: bool = True) -> Evaluation:
+        """Fit the normaliser on recent clips of ``train_db``, write the checkpoint and the optimiser state;
+        then, unless ``evaluate`` is False, score the network on ``val_db`` and adapt the L2 penalty."""
+        self._fit_normaliser(train_db)
+        self.predictor.save(self.files.checkpoint)
+        self.trainer.save_state(self.files.trainer_state)
+        self.ckpt_step = self.step
+        val_loss = val_acc = float("nan")
+        if evaluate and len(val_db):
+            val_loss, val_acc = self.trainer.evaluate(self._batches(val_db))
+            if self.config.adaptive_l2:
+                # Keep validation loss 1.1-1.5x training loss (both without dropout) by scaling the L2 penalty.
+                train_loss, _ = self.trainer.evaluate(self._batches(train_db))
+                self.trainer.weight_decay = adapted_l2(self.trainer.weight_decay, val_loss, train_loss)
+        now, normaliser = time.monotonic(), self.predictor.normaliser
+        evaluation = Evaluation(
+            self.step, len(train_db), len(val_db), float(np.mean(self._recent["loss"] or [np.nan])),
+            _mean_ignoring_nan(self._recent["accuracy"]), val_loss, val_acc, self.trainer.weight_decay,
+            self._pairs_trained / max(now - self._rate_clock, 1e-9), float(np.mean(normaliser.mean)),
+            float(np.mean(normaliser.std)))
+        self._recent = {"loss": [], "accuracy": []}
+        self._pairs_trained, self._rate_clock = 0, now
+        return evaluation
+
+    def _fit_normaliser(self, db: PrefDB) -> None:
+        """Zero mean and a fixed std over frames of recent behaviour, so the agent's reward keeps its scale as the
+        network changes."""
+        seg_ids = list(db.segments)
+        pick = self.rng.choice(len(seg_ids), min(len(seg_ids), self.config.n_normaliser_segments), replace=False)
+        frames = np.concatenate([db.segments[seg_ids[i]].frames for i in pick])
+        raw = self.predictor.member_rewards(frames)
+        self.predictor.normaliser = RewardNormaliser.fit(raw, self.config.reward_scale)
+        self._warn_if_flat(raw.std(axis=0))
+
+    def _warn_if_flat(self, member_stds: np.ndarray) -> None:
+        """Say so (once) when a member's output hardly varies over recent frames: it rewards nothing."""
+        if self._warned_flat or member_stds.min() >= MIN_STD:
+            return
+        self._warned_flat = True
+        log.warning("the reward network's output hardly varies over recent clips (std %.1g at training step %d): "
+                    "its units have probably died, so it adds nothing to the agent's reward (0 if no ensemble member "
+                    "varies). On frames with a large flat background (Atari) train it with "
+                    "reward_predictor_batchnorm=True.", member_stds.min(), self.step)
+
+    def _batches(self, db: PrefDB) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """``n_val_pairs`` random pairs of ``db``, unpacked a training batch at a time (bounded memory)."""
+        n, size = self.config.n_val_pairs, self.config.batch_size
+        idx = self.rng.integers(0, len(db), size=n) if len(db) > n else np.arange(len(db))
+        for i in range(0, len(idx), size):
+            yield db.batch(idx[i:i + size])
+
+
+def _by_member(db: PrefDB, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The pairs ``idx`` ``(M, batch)`` of ``db``: frames ``(M, batch, length, ...)`` of each side and labels."""
+    frames_a, frames_b, labels = db.batch(idx.ravel())
+    shape = idx.shape
+    return frames_a.reshape(*shape, *frames_a.shape[1:]), frames_b.reshape(*shape, *frames_b.shape[1:]), \
+        labels.reshape(shape)
+
+
+def _mean_ignoring_nan(values: list[float]) -> float:
+    """Batches of only tie labels have no accuracy (NaN); average the others."""
+    kept = [v for v in values if not np.isnan(v)]
+    return float(np.mean(kept)) if kept else float("nan")

@@ -1,0 +1,55 @@
+"""Each checkpoint's figures, written where people look: a row of ``reward_training_metrics.csv``, TensorBoard
+scalars (with ``tensorboard_log``), and a line of the log."""
+from __future__ import annotations
+
+import logging
+import math
+import time
+
+from drlhp.reward.learner import Evaluation
+from drlhp.reward.tensorboard_log import ScalarLog
+from drlhp.storage.files import append_csv_row
+
+log = logging.getLogger("drlhp.learner")
+
+#: The columns of ``reward_training_metrics.csv`` (``drlhp plot`` reads them; a file of other columns is set aside).
+METRICS_COLUMNS = ("training_step", "wall_time_s", "labels", "labels_asked", "labels_remaining", "n_train_prefs",
+                   "n_val_prefs", "train_loss", "train_accuracy", "val_loss", "val_accuracy", "l2_coefficient",
+                   "pairs_per_second")
+
+
+class MetricsLog:
+    """Appends a row per checkpoint to the CSV file ``path``; ``tensorboard_log``: also a TensorBoard run there."""
+
+    def __init__(self, path: str, tensorboard_log: str | None = None) -> None:
+        self.path = path
+        self.scalars = ScalarLog(tensorboard_log) if tensorboard_log else None
+        self._start = time.monotonic()
+
+    def write(self, evaluation: Evaluation, labels: int, labels_asked: int, labels_remaining: int | None) -> dict:
+        """Record one checkpoint: ``labels`` the run has, ``labels_asked`` and ``labels_remaining`` of its budget
+        (None: no budget). Returns the CSV row."""
+        e = evaluation
+        row = {"training_step": e.training_step, "wall_time_s": round(time.monotonic() - self._start, 3),
+               "labels": labels, "labels_asked": labels_asked,
+               "labels_remaining": math.nan if labels_remaining is None else labels_remaining,
+               "n_train_prefs": e.n_train_prefs, "n_val_prefs": e.n_val_prefs, "train_loss": e.train_loss,
+               "train_accuracy": e.train_accuracy, "val_loss": e.val_loss, "val_accuracy": e.val_accuracy,
+               "l2_coefficient": e.l2_coefficient, "pairs_per_second": e.pairs_per_second}
+        append_csv_row(self.path, METRICS_COLUMNS, row)
+        if self.scalars is not None:
+            self.scalars.add(e.training_step, {
+                "reward/train_loss": e.train_loss, "reward/train_accuracy": e.train_accuracy,
+                "reward/val_loss": e.val_loss, "reward/val_accuracy": e.val_accuracy,
+                "reward/pairs_per_second": e.pairs_per_second, "reward/labels": labels,
+                "reward/labels_asked": labels_asked, "reward/prefs_in_db": e.n_train_prefs + e.n_val_prefs,
+                "reward/l2_coefficient": e.l2_coefficient, "reward/raw_reward_mean": e.raw_reward_mean,
+                "reward/raw_reward_std": e.raw_reward_std})
+        log.info("reward step %d: train loss %.4f acc %.3f | val loss %.4f acc %.3f | %d/%d prefs | L2 %.2g | "
+                 "%.0f pairs/s", e.training_step, e.train_loss, e.train_accuracy, e.val_loss, e.val_accuracy,
+                 e.n_train_prefs, e.n_val_prefs, e.l2_coefficient, e.pairs_per_second)
+        return row
+
+    def close(self) -> None:
+        if self.scalars is not None:
+            self.scalars.close()

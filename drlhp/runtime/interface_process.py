@@ -1,0 +1,113 @@
+"""The preference-interface process: a small loop around the interface (``drlhp.labelling.interface``).
+
+It waits for the trainer to say where the run's numbering continues, builds the labeller, the journal
+and the interface, then, until asked to stop, moves clips from the channel into the interface and
+lets it ask (``PrefInterface.step``), publishing its counters. While a person thinks, the labeller
+calls ``idle``: clips keep coming off the channel (none is dropped) and the ensemble scores clips for
+the next pick.
+"""
+from __future__ import annotations
+
+import queue
+
+from drlhp.labelling.interface import PrefInterface
+from drlhp.labelling.labellers import Labeller, ServesPage, SyntheticLabeller
+from drlhp.labelling.pair_selection import DisagreementScorer
+from drlhp.labels.journal import JournalWriter
+from drlhp.reward.torch_setup import set_up_torch
+from drlhp.runtime.messages import RunStart
+from drlhp.runtime.segment_channel import SegmentChannel
+from drlhp.runtime.settings import InterfaceConfig
+from drlhp.runtime.shared import SharedStats, StopFlag
+
+#: Seconds to wait for a clip when there is nothing to ask now (a concurrent labeller: for its answers too,
+#: so an answer waits at most this long to be journaled).
+IDLE_WAIT_S, CONCURRENT_WAIT_S = 0.1, 0.01
+
+
+def run_pref_interface(config: InterfaceConfig, channel: SegmentChannel, pref_queue, run_start, stop: StopFlag,
+                       stats: SharedStats, url_queue=None) -> None:
+    """Process main: receive clips, ask for labels, until ``stop`` is set; ``url_queue`` gets the web page's address."""
+    start = _await_run_start(run_start, stop)
+    if start is None:
+        pref_queue.put(None)
+        return
+    try:
+        process = InterfaceProcess(config, channel, pref_queue, start, stop, stats)
+        if url_queue is not None:
+            labeller = process.interface.labeller
+            url_queue.put(labeller.url if isinstance(labeller, ServesPage) else None)
+        process.run()
+    finally:
+        pref_queue.put(None)  # the end marker: the trainer stops waiting for labels
+
+
+def _await_run_start(run_start, stop: StopFlag) -> RunStart | None:
+    """The trainer's numbering for this run (sent once it has loaded earlier labels), or None if stopped first."""
+    while not stop.is_set():
+        try:
+            return run_start.get(timeout=0.1)
+        except queue.Empty:
+            pass
+    return None
+
+
+class InterfaceProcess:
+    """The interface process's main thread: clips from ``channel`` into the interface, labels onto ``pref_queue``."""
+
+    def __init__(self, config: InterfaceConfig, channel: SegmentChannel, pref_queue, start: RunStart,
+                 stop: StopFlag, stats: SharedStats) -> None:
+        self.channel, self.stop, self.stats = channel, stop, stats
+        self.first_seg_id = start.first_seg_id
+        scorer = None
+        if config.selection_ckpt is not None:
+            set_up_torch(1)  # the interface's core is shared with the env process
+            scorer = DisagreementScorer(config.selection_ckpt)
+        journal = None
+        if config.journal_log_dir is not None:
+            journal = JournalWriter(config.journal_log_dir, lambda: stats.labels_in_snapshot.value)
+        self.interface = PrefInterface(self._make_labeller(config), pref_queue, config.max_segs, config.seed, journal,
+                                       start.next_seq, scorer, config.n_candidate_pairs, config.schedule)
+        stats.labels_asked.value = self.interface.n_asked
+
+    def _make_labeller(self, config: InterfaceConfig) -> Labeller:
+        if config.labeller is not None:
+            return config.labeller
+        if config.web is not None:
+            from drlhp.labelling.web.labeller import WebLabeller
+
+            return WebLabeller(config.web)
+        if config.human is not None:
+            from drlhp.labelling.human import HumanLabeller
+
+            return HumanLabeller(config.human, self.stop, idle=self.idle)
+        return SyntheticLabeller(config.pairs_per_segment, config.teacher, config.seed)
+
+    def receive(self, timeout: float) -> None:
+        """Move every clip waiting on the channel into the interface (waiting up to ``timeout`` s for the first)."""
+        seg = self.channel.receive(timeout)
+        while seg is not None:
+            seg.seg_id += self.first_seg_id
+            self.interface.receive(seg)
+            self.stats.segments_received.value += 1
+            seg = self.channel.receive(0.0)
+
+    def idle(self) -> None:
+        """While a person thinks: take clips in, and score clips for the next pick."""
+        self.receive(0.0)
+        self.interface.refresh_scores(2)
+
+    def run(self) -> None:
+        interface, stats = self.interface, self.stats
+        try:
+            while not self.stop.is_set():
+                # Wait for a clip only when there is nothing to ask right now.
+                if interface.concurrent:
+                    self.receive(CONCURRENT_WAIT_S)
+                else:
+                    self.receive(0.0 if interface.may_ask(stats.env_steps.value) else IDLE_WAIT_S)
+                interface.step(stats.env_steps.value)
+                stats.labels_asked.value, stats.labels_sent.value = interface.n_asked, interface.n_sent
+        finally:
+            interface.close()
+            stats.labels_asked.value, stats.labels_sent.value = interface.n_asked, interface.n_sent

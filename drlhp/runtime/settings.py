@@ -1,0 +1,127 @@
+"""Each worker's settings, derived from the run's ``PreferenceConfig`` in one place.
+
+The engines take settings types of their own (``LearnerConfig``, ``LabelStoreConfig``, ``HumanConfig``,
+``WebConfig``) and never import ``PreferenceConfig``; these functions fill them in, each field once, from
+the setting that names it. None of these types restates a default of ``PreferenceConfig``: a field they
+share has no default there, so a setting reaches its engine from one place or fails to construct.
+"""
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from drlhp.clips.frames import FrameSpec
+from drlhp.config import PreferenceConfig
+from drlhp.labelling.human import HumanConfig
+from drlhp.labelling.labellers import Labeller, SyntheticTeacher
+from drlhp.labelling.schedule import LabelSchedule
+from drlhp.labels.store import LabelStoreConfig
+from drlhp.reward.learner import LearnerConfig
+from drlhp.reward.predictor import NetConfig
+from drlhp.storage.layout import LogDir
+
+if TYPE_CHECKING:  # its module imports aiohttp, installed only to label in a browser (drlhp[web])
+    from drlhp.labelling.web.labeller import WebConfig
+
+
+@dataclass(frozen=True)
+class TrainerConfig:
+    """Settings of the reward-training process: its engines' and how it runs them."""
+
+    learner: LearnerConfig
+    labels: LabelStoreConfig
+    log_dir: str
+    train_reward: bool
+    n_initial_prefs: int  # labels held before training starts
+    pretrained_ckpt: str | None
+    resume: bool
+    torch_threads: int | None
+    seed: int | None
+    tensorboard_log: str | None
+    label_budget: int | None  # only reported (the interface keeps to it); None also when not collecting
+
+    @property
+    def collect_prefs(self) -> bool:
+        """Whether labels arrive from a preference interface."""
+        return self.labels.collecting
+
+
+@dataclass(frozen=True)
+class InterfaceConfig:
+    """Settings of the preference-interface process."""
+
+    max_segs: int
+    seed: int | None
+    labeller: Labeller | None  # None: synthetic, or people with ``human`` or ``web`` set
+    pairs_per_segment: float
+    teacher: SyntheticTeacher
+    human: HumanConfig | None
+    web: WebConfig | None  # people label in their browsers (the page's address goes to the main process)
+    journal_log_dir: str | None  # keep a label journal in this log_dir (None: no journal)
+    schedule: LabelSchedule
+    selection_ckpt: str | None  # pick pairs by the disagreement of this checkpoint's ensemble (None: random)
+    n_candidate_pairs: int
+
+
+def net_config(config: PreferenceConfig, frame_spec: FrameSpec) -> NetConfig:
+    """The reward network a run with ``config`` builds for frames of ``frame_spec``."""
+    return NetConfig(frame_spec, config.reward_predictor_dropout, config.reward_predictor_batchnorm,
+                     n_members=config.ensemble_size, arch=config.reward_net_arch)
+
+
+def learner_config(config: PreferenceConfig, frame_spec: FrameSpec) -> LearnerConfig:
+    """How a run with ``config`` trains its reward network."""
+    return LearnerConfig(
+        net=net_config(config, frame_spec), lr=config.reward_predictor_lr,
+        batch_size=config.reward_predictor_batch_size, noise_prob=config.noise_prob,
+        weight_decay=config.reward_predictor_weight_decay, adaptive_l2=config.adaptive_l2,
+        augmentation=config.augmentation, reward_scale=config.reward_scale,
+        ckpt_interval=config.reward_predictor_ckpt_interval, first_ckpt_step=config.n_initial_training_steps,
+        seed=config.seed, device=config.reward_predictor_device)
+
+
+def label_store_config(config: PreferenceConfig, frame_spec: FrameSpec) -> LabelStoreConfig:
+    """Where a run with ``config`` keeps its labels, and which it starts from."""
+    return LabelStoreConfig(
+        log_dir=config.log_dir, prefs_dir=config.prefs_dir, resume=config.resume, max_labels=config.max_prefs_in_db,
+        val_fraction=config.val_fraction, collecting=config.collect_prefs,
+        journaling=config.collect_prefs and config.autosave_prefs, snapshot_interval=config.prefs_autosave_interval,
+        frame_spec=frame_spec, clip_length=config.segment_length if config.collect_prefs else None)
+
+
+def trainer_config(config: PreferenceConfig, frame_spec: FrameSpec, pretrained_ckpt: str | None) -> TrainerConfig:
+    """The reward-training process's settings in a run with ``config`` on frames of ``frame_spec``."""
+    return TrainerConfig(
+        learner=learner_config(config, frame_spec), labels=label_store_config(config, frame_spec),
+        log_dir=config.log_dir, train_reward=config.train_reward, n_initial_prefs=config.n_initial_prefs,
+        pretrained_ckpt=pretrained_ckpt, resume=config.resume, torch_threads=config.trainer_torch_threads,
+        seed=config.seed, tensorboard_log=config.tensorboard_log,
+        label_budget=config.label_budget if config.collect_prefs else None)
+
+
+def interface_config(config: PreferenceConfig, human: HumanConfig | None, web: WebConfig | None,
+                     selection_ckpt: str | None) -> InterfaceConfig:
+    """The preference interface's settings in a run with ``config``; ``selection_ckpt``: the ensemble that would
+    judge pairs (used only with ``pair_selection="disagreement"``)."""
+    return InterfaceConfig(
+        max_segs=config.max_segs, seed=config.seed, labeller=config.labeller,
+        pairs_per_segment=config.synthetic_prefs_per_segment, teacher=config.synthetic_teacher, human=human, web=web,
+        journal_log_dir=config.log_dir if config.autosave_prefs else None, schedule=config.schedule,
+        selection_ckpt=selection_ckpt if config.pair_selection == "disagreement" else None,
+        n_candidate_pairs=config.n_candidate_pairs)
+
+
+def human_config(config: PreferenceConfig, frame_spec: FrameSpec) -> HumanConfig:
+    """How a person is shown the clips of a run with ``config`` (``check_can_ask`` says whether they can be)."""
+    return HumanConfig(frame_spec, zoom=config.display_zoom, fps=config.display_fps, terminal=config.human_terminal,
+                       log_path=LogDir(config.log_dir).human_labels)
+
+
+def web_config(config: PreferenceConfig, frame_spec: FrameSpec) -> WebConfig:
+    """Where and how the page of a run with ``config`` shows clips, with a new random token for this run."""
+    from drlhp.labelling.web.labeller import WebConfig
+
+    return WebConfig(frame_spec, token=secrets.token_urlsafe(24), host=config.web_host, port=config.web_port,
+                     zoom=config.display_zoom, fps=config.display_fps, pair_timeout=config.web_pair_timeout,
+                     budget=config.label_budget, log_path=LogDir(config.log_dir).human_labels)

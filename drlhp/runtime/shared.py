@@ -1,0 +1,49 @@
+"""What the processes share without a lock: a stop flag, and the counters ``stats()`` reads."""
+from __future__ import annotations
+
+import time
+
+
+class StopFlag:
+    """A stop signal shared between processes, like ``multiprocessing.Event`` but without a lock.
+
+    An Event takes a lock inside ``is_set()``; a worker SIGKILLed while holding it would make
+    the main process's ``set()`` in ``close()`` wait forever. One shared byte cannot be left locked.
+    """
+
+    POLL_S = 0.05
+
+    def __init__(self, ctx) -> None:
+        self._flag = ctx.RawValue("b", 0)
+
+    def set(self) -> None:
+        self._flag.value = 1
+
+    def is_set(self) -> bool:
+        return bool(self._flag.value)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not self.is_set():
+            if deadline is not None and time.monotonic() >= deadline:
+                return False
+            time.sleep(self.POLL_S)
+        return True
+
+
+class SharedStats:
+    """Counters the processes update and the main process reads without locking (each has one writer)."""
+
+    def __init__(self, ctx) -> None:
+        self.env_steps = ctx.RawValue("q", 0)  # steps of all envs in this session: the label schedule's clock
+        self.segments_received = ctx.RawValue("q", 0)
+        self.labels_asked = ctx.RawValue("q", 0)  # pairs the run asked about (answered or skipped)
+        self.labels_sent = ctx.RawValue("q", 0)  # labels answered in this session
+        self.prefs_received = ctx.RawValue("q", 0)  # labels the trainer received in this session
+        self.run_labels = ctx.RawValue("q", 0)  # labels of the run: a resumed run's earlier ones too
+        self.training_steps = ctx.RawValue("q", 0)
+        self.db_bytes = ctx.RawValue("q", 0)  # clip data the trainer's database holds in memory
+        self.labels_in_snapshot = ctx.RawValue("q", 0)  # the run's labels in log_dir's train/val files
+
+    def as_dict(self) -> dict:
+        return {k: v.value for k, v in vars(self).items()}

@@ -1,0 +1,137 @@
+"""The learner, without a process: it trains on the database it is handed, checkpoints as it goes, and the
+checkpoint is what the predictor loads; it trains on the torch device it is given."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from drlhp.clips.frames import infer_frame_spec
+from drlhp.clips.segments import Segment
+from drlhp.labels.pref_db import PrefBuffer
+from drlhp.reward.augment import NO_AUGMENTATION
+from drlhp.reward.learner import Learner, LearnerConfig
+from drlhp.reward.predictor import NetConfig, RewardPredictor
+from drlhp.reward.torch_setup import torch_device
+from drlhp.storage.layout import LogDir
+
+LENGTH, FEATURES = 5, 4
+SPEC = infer_frame_spec(np.zeros(FEATURES, np.float32))  # flat frames: a small MLP, milliseconds a step
+
+
+def labelled(n_pairs: int, seed: int) -> PrefBuffer:
+    """Pairs of clips of random frames whose true reward is the frame's first feature, labelled by their returns."""
+    rng = np.random.default_rng(seed)
+    buffer = PrefBuffer(10_000, 0.25)
+    for i in range(n_pairs):
+        a, b = (Segment(2 * i + k, rng.normal(size=(LENGTH, FEATURES)).astype(np.float32), np.zeros(LENGTH))
+                for k in (0, 1))
+        buffer.add(a, b, float(a.frames[:, 0].sum() > b.frames[:, 0].sum()))
+    return buffer
+
+
+def settings(**changes) -> LearnerConfig:
+    base = dict(net=NetConfig(SPEC, dropout=0.0), lr=1e-2, batch_size=16, noise_prob=0.0, weight_decay=1e-4,
+                adaptive_l2=True, augmentation=NO_AUGMENTATION, reward_scale=0.05, ckpt_interval=20,
+                first_ckpt_step=5, seed=0, device="cpu")
+    return LearnerConfig(**{**base, **changes})
+
+
+def test_the_learner_learns_the_labels_and_checkpoints_at_its_steps(tmp_path):
+    torch.manual_seed(0)
+    labels = labelled(200, seed=1)
+    untrained = Learner(settings(), str(tmp_path / "untrained")).checkpoint(labels.train_db, labels.val_db)
+    learner = Learner(settings(), str(tmp_path))
+    evaluations = learner.train(60, labels.train_db, labels.val_db)
+    assert [e.training_step for e in evaluations] == [5, 20, 40, 60] and learner.step == 60
+    last = evaluations[-1]
+    assert untrained.training_step == 0 and untrained.val_accuracy < 0.6  # about chance
+    assert last.val_accuracy > 0.85
+    assert last.n_train_prefs + last.n_val_prefs == 200 and last.l2_coefficient > 0
+    assert learner.checkpointed
+
+    loaded = RewardPredictor.load(LogDir(str(tmp_path)).checkpoint)
+    frames = labels.val_db.segments[labels.val_db.prefs[0][0]].frames
+    assert loaded.training_step == 60 and loaded.device.type == "cpu"
+    np.testing.assert_allclose(loaded.normalised_rewards(frames), learner.predictor.normalised_rewards(frames),
+                               rtol=1e-5, atol=1e-7)
+    # The normaliser was fitted on the training clips: zero mean and the reward scale over them.
+    clips = np.concatenate([s.frames for s in labels.train_db.segments.values()])
+    assert abs(loaded.normalised_rewards(clips).mean()) < 0.02
+
+
+def test_a_learner_resumes_from_its_checkpoint_with_the_optimiser_state(tmp_path):
+    labels = labelled(40, seed=2)
+    learner = Learner(settings(), str(tmp_path))
+    learner.train(7, labels.train_db, labels.val_db)
+    assert not learner.checkpointed  # step 7: after the one at 5, before the one at 20
+    learner.checkpoint(labels.train_db, labels.val_db, evaluate=False)
+    again = Learner(settings(), str(tmp_path), resume=True)
+    assert again.step == 7 and again.checkpointed
+    assert again.trainer.optimizer.state_dict()["state"]  # Adam's moments came back
+    assert Learner(settings(), str(tmp_path)).step == 0  # a new run starts afresh
+
+
+def test_a_learner_needs_training_pairs(tmp_path):
+    with pytest.raises(ValueError, match="no training pairs"):
+        Learner(settings(), str(tmp_path)).train(1, PrefBuffer(10, 0.2).train_db, PrefBuffer(10, 0.2).val_db)
+
+
+def test_the_device_setting_is_checked_and_auto_picks_cuda_only_where_there_is_one():
+    assert torch_device("cpu") == torch.device("cpu")
+    assert torch_device("auto").type == ("cuda" if torch.cuda.is_available() else "cpu")
+    with pytest.raises(ValueError, match=r"reward_predictor_device='gpu' is not a torch device .*'auto'"):
+        torch_device("gpu")
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
+def test_asking_for_cuda_where_there_is_none_says_what_to_pass_instead():
+    with pytest.raises(ValueError, match=r"torch finds 0 CUDA device\(s\).*'auto'"):
+        torch_device("cuda")
+
+
+def test_a_learner_on_the_cpu_device_trains_there(tmp_path):
+    labels = labelled(40, seed=3)
+    learner = Learner(settings(device="auto" if not torch.cuda.is_available() else "cpu"), str(tmp_path))
+    learner.train(5, labels.train_db, labels.val_db)
+    assert learner.predictor.device.type == "cpu"
+    assert all(p.device.type == "cpu" for p in learner.predictor.net.parameters())
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_a_learner_on_a_gpu_trains_there_and_its_checkpoint_loads_on_the_cpu(tmp_path):
+    labels = labelled(200, seed=4)
+    learner = Learner(settings(device="cuda"), str(tmp_path))
+    evaluations = learner.train(60, labels.train_db, labels.val_db)
+    assert all(p.device.type == "cuda" for p in learner.predictor.net.parameters())
+    assert evaluations[-1].val_accuracy > 0.85
+    loaded = RewardPredictor.load(LogDir(str(tmp_path)).checkpoint)
+    assert all(p.device.type == "cpu" for p in loaded.net.parameters())
+    frames = labels.val_db.segments[labels.val_db.prefs[0][0]].frames
+    np.testing.assert_allclose(loaded.rewards(frames), learner.predictor.rewards(frames), rtol=1e-4, atol=1e-6)
+    resumed = Learner(settings(device="cuda"), str(tmp_path), resume=True)
+    resumed.train(1, labels.train_db, labels.val_db)  # Adam's state came back onto the GPU
+
+
+def test_train_reward_with_a_seed_starts_from_the_same_weights_each_time(tmp_path):
+    from drlhp.cli.offline import train_reward
+
+    rng = np.random.default_rng(0)
+    buffer = PrefBuffer(100, 0.2)
+    for i in range(10):
+        a, b = (Segment(2 * i + k, rng.integers(0, 256, (5, 16, 16, 1), dtype=np.uint8), rng.random(5)) for k in (0, 1))
+        buffer.add(a, b, float(a.true_return > b.true_return))
+    buffer.save(str(tmp_path / "prefs"))
+
+    def first_checkpoint(run: str, seed: int) -> dict:
+        train_reward(str(tmp_path / "prefs"), str(tmp_path / run), steps=1, reward_predictor_ckpt_interval=1,
+                     ensemble_size=1, seed=seed)
+        return RewardPredictor.load(LogDir(str(tmp_path / run)).checkpoint).net.state_dict()
+
+    torch.manual_seed(1)  # whatever state torch is in before, the seed decides
+    one = first_checkpoint("one", seed=7)
+    torch.rand(5)
+    two = first_checkpoint("two", seed=7)
+    other = first_checkpoint("other", seed=8)
+    assert one.keys() == two.keys() and all(torch.equal(one[k], two[k]) for k in one)
+    assert any(not torch.equal(one[k], other[k]) for k in one)

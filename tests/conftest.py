@@ -129,6 +129,18 @@ FAST = dict(segment_length=5, n_initial_prefs=8, n_initial_training_steps=4, rew
             reward_predictor_batch_size=4, seed=0, ckpt_poll_interval=0.0, log_level=30, label_budget=None)
 
 
+@pytest.fixture
+def one_torch_thread():
+    """Torch on one thread in this process for the test: on a machine whose cores are shared (2, with the
+    suite's other processes), two threads contend, and a compute-bound test takes several times as long."""
+    import torch  # here: tests that never use torch do not import it
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 @pytest.fixture(autouse=True)
 def no_leftover_processes():
     yield

@@ -23,12 +23,7 @@ from moving_dot_ppo import ENV_ID, make_agent  # noqa: E402
 SETTINGS = {"env": ENV_ID, "n_envs": 2, "run": "true_reward"}
 
 
-@pytest.fixture(autouse=True)
-def one_torch_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # the machine's cores are shared
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # conftest's: the machine's cores are shared
 
 
 def small_agent(seed: int = 0) -> PPO:

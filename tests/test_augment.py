@@ -56,7 +56,7 @@ def test_random_shift_moves_all_frames_of_a_clip_alike_and_keeps_the_shape():
     assert random_shift(x, 5, 0, torch.Generator()) is x
 
 
-def test_an_augmented_step_keeps_the_labels_and_reduces_the_loss():
+def test_an_augmented_step_keeps_the_labels_and_reduces_the_loss(one_torch_thread):
     rng = np.random.default_rng(0)
     frames = rng.integers(0, 256, (2, 8, 25, 32, 32, 1), dtype=np.uint8)
     labels = (rng.random(8) > 0.5).astype(np.float32)

@@ -39,7 +39,7 @@ TRAIN_STEPS = {"atari": 120, "keypoints": 200}
 
 
 @pytest.mark.parametrize("arch", ARCHS)
-def test_learned_reward_ranks_held_out_frames_like_the_true_reward(arch):
+def test_learned_reward_ranks_held_out_frames_like_the_true_reward(arch, one_torch_thread):
     torch.manual_seed(0)
     env = gymnasium.make("drlhp/MovingDot-v0")
     train = random_segments(env, 200, 25, seed=1)

@@ -35,6 +35,7 @@ import time
 
 import numpy as np
 
+from drlhp.cli.learning_curve import curve_from_rows
 from drlhp.learning_curve import read_learning_curve
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -180,10 +181,7 @@ def read_baseline(path: str) -> dict[str, np.ndarray]:
         rows = [r for r in csv.DictReader(f) if r["run"] == "true_reward"]
     if not rows:
         sys.exit(f"error: --baseline {path} has no true_reward rows (a learning_curves.csv this script wrote)")
-    rows.sort(key=lambda r: int(r["agent_steps"]))
-    curve = {key: np.array([float(r[key]) for r in rows]) for key in MERGED_COLUMNS if key != "run"}
-    curve["run"] = np.array([r["run"] for r in rows])
-    return curve
+    return curve_from_rows(rows, MERGED_COLUMNS)
 
 
 def write_merged(curves: dict, path: str) -> str:

@@ -61,11 +61,11 @@ def record(agent_dir: str, out: str, agents: list[int] | None, steps: int, seed:
     """Play each saved agent for ``steps`` agent steps in one Pong env; save its observations and rewards."""
     sys.path.insert(0, os.path.join(ROOT, "examples"))
     from agent_checkpoint import load_agent_state, restore_agent
-    from pong_ppo import make_agent, make_pong
+    from pong_ppo import ENV_ID, make_agent, make_atari
 
     os.makedirs(out, exist_ok=True)
     for step, path in kept_agents(agent_dir, agents):
-        venv = make_pong(1, seed)
+        venv = make_atari(ENV_ID, 1, seed)
         with warnings.catch_warnings():  # PPO's batch size does not fit one env's rollout: it is never trained here
             warnings.simplefilter("ignore", UserWarning)
             agent = make_agent(venv, seed)

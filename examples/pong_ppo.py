@@ -37,10 +37,6 @@ def make_atari(env_id: str, n_envs: int, seed: int) -> VecEnv:
     return VecFrameStack(make_atari_env(env_id, n_envs=n_envs, seed=seed), 4)
 
 
-def make_pong(n_envs: int, seed: int) -> VecEnv:
-    return make_atari(ENV_ID, n_envs, seed)
-
-
 def make_agent(venv: VecEnv, seed: int) -> PPO:
     return PPO("CnnPolicy", venv, n_steps=128, batch_size=256, n_epochs=4, learning_rate=2.5e-4,
                clip_range=0.1, ent_coef=0.01, vf_coef=0.5, seed=seed, verbose=0)
@@ -48,4 +44,4 @@ def make_agent(venv: VecEnv, seed: int) -> PPO:
 
 if __name__ == "__main__":
     args = parse_args(__doc__, log_dir="drlhp_logs/pong", **ATARI_DEFAULTS)
-    train_from_preferences(make_pong(args.n_envs, args.seed), args, make_agent, ENV_ID)
+    train_from_preferences(make_atari(ENV_ID, args.n_envs, args.seed), args, make_agent, ENV_ID)

@@ -106,8 +106,13 @@ def read_learning_curve(log_dir_or_file: str) -> dict[str, np.ndarray] | None:
     rows = current_rows(read_rows(path))
     if not rows:
         return None
-    rows.sort(key=lambda r: int(r["agent_steps"]))  # stable: episodes of one step keep their order
-    curve = {key: np.array([float(r[key]) for r in rows]) for key in COLUMNS if key != "run"}
+    return curve_from_rows(rows, COLUMNS)
+
+
+def curve_from_rows(rows: list[dict], columns: tuple[str, ...]) -> dict[str, np.ndarray]:
+    """Rows of a learning-curve CSV as arrays by column (``run`` as strings), sorted by agent step."""
+    rows = sorted(rows, key=lambda r: int(r["agent_steps"]))  # stable: episodes of one step keep their order
+    curve = {key: np.array([float(r[key]) for r in rows]) for key in columns if key != "run"}
     curve["run"] = np.array([r["run"] for r in rows])
     return curve
 

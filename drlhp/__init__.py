@@ -15,6 +15,7 @@ from drlhp.errors import (
     DrlhpError,
     FileFormatError,
     InvalidAnswer,
+    NothingToUndo,
     LogDirHasLabelsError,
     LogDirInUseError,
     MissingExtraError,
@@ -51,5 +52,5 @@ __all__ = [
     # the errors (drlhp.errors), DrlhpError the root of them all
     "DrlhpError", "ConfigError", "UnknownSettingError", "MissingExtraError", "NoDisplayError", "ObservationError",
     "UsageError", "MissingFileError", "NoLabelsError", "FileFormatError", "PrefDBFormatError",
-    "CheckpointFormatError", "WorkerError", "LogDirInUseError", "LogDirHasLabelsError", "InvalidAnswer",
+    "CheckpointFormatError", "WorkerError", "LogDirInUseError", "LogDirHasLabelsError", "InvalidAnswer", "NothingToUndo",
 ]

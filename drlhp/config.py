@@ -13,12 +13,13 @@ import logging
 import multiprocessing
 import os
 from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any, Callable, Literal, get_args
 
 import numpy as np
 
 from drlhp.errors import ConfigError, MissingExtraError, UnknownSettingError
-from drlhp.labelling.labellers import Labeller, SyntheticTeacher
+from drlhp.labelling.labellers import GivesSecondOpinions, Labeller, SyntheticTeacher
 from drlhp.labelling.pair_selection import SELECTIONS, PairSelection
 from drlhp.labelling.schedule import LabelSchedule, ScheduleKind
 from drlhp.labelling.terminal import CONTROLLING_TERMINAL
@@ -89,6 +90,21 @@ class PreferenceConfig:
         n_candidate_pairs: candidate pairs per question for ``pair_selection="disagreement"``.
         synthetic_teacher: how synthetic labels are given (``drlhp.SyntheticTeacher``:
             rationality, myopia, mistakes, skipping, ties); the default is always right.
+        synthetic_teachers: several simulated people instead (name -> ``SyntheticTeacher``): they
+            answer pairs in turn, each label recorded as ``synthetic:<name>``; with
+            ``second_opinion_share`` another of them answers a pair too (e.g. to see what agreement
+            two teachers of known mistake rates reach).
+        labelling_instructions: the task in words ("prefer the clip where the car overtakes more"),
+            shown above every pair on the page and in the terminal, and recorded with the labels
+            (``drlhp show-prefs`` prints it).
+        undo_limit: answers each labeller may take back (U), newest first, back to this many of
+            their answers of this session; the label leaves the database, the budget gets it back,
+            and the pair is asked again. 0: no undo.
+        second_opinion_share: the share of answered pairs also asked to a second labeller (web: while
+            someone else is labelling; synthetic: with ``synthetic_teachers``). Both answers are kept
+            with their labeller; the pair's training label is their answer when they agree, else 0.5
+            (equally good). ``stats()``, the metrics CSV and the owner's page report how often each
+            two labellers agree. A second answer does not count against ``label_budget``.
         n_initial_training_steps: reward-training steps before the predicted reward is returned.
         max_prefs_in_db: labels kept for training + validation; oldest evicted first.
         val_fraction: share of labels held out for validation (0.2: every fifth).
@@ -182,6 +198,10 @@ class PreferenceConfig:
     pair_selection: PairSelection = "disagreement"
     n_candidate_pairs: int = 64
     synthetic_teacher: SyntheticTeacher = SyntheticTeacher()
+    synthetic_teachers: Mapping[str, SyntheticTeacher] | None = None
+    labelling_instructions: str | None = None
+    undo_limit: int = 10
+    second_opinion_share: float = 0.0
     n_initial_training_steps: int = 50
     max_prefs_in_db: int = 3000
     val_fraction: float = DEFAULT_VAL_FRACTION
@@ -312,6 +332,36 @@ def _check(c: PreferenceConfig) -> None:
         _require_web()
     if c._people_label and (c.display_fps <= 0 or (c.display_zoom is not None and c.display_zoom < 1)):
         raise ConfigError(f"display_fps must be > 0 and display_zoom >= 1, got {c.display_fps}, {c.display_zoom}")
+    _check_labellers(c, need)
+
+
+#: The longest task description shown above the pairs (a paragraph; longer belongs in a document people read first).
+MAX_INSTRUCTIONS_CHARS = 2000
+
+
+def _check_labellers(c: PreferenceConfig, need: Callable[[bool, str], None]) -> None:
+    """Undo, the task in words, second opinions and simulated teachers."""
+    need(isinstance(c.undo_limit, int) and c.undo_limit >= 0, f"undo_limit must be a whole number >= 0, got "
+         f"{c.undo_limit!r}")
+    text = c.labelling_instructions
+    need(text is None or (isinstance(text, str) and 0 < len(text.strip()) <= MAX_INSTRUCTIONS_CHARS),
+         f"labelling_instructions must be text of 1-{MAX_INSTRUCTIONS_CHARS} characters (or None), got {text!r:.80}")
+    teachers = c.synthetic_teachers
+    if teachers is not None:
+        need(isinstance(teachers, Mapping) and len(teachers) >= 1 and all(
+            isinstance(name, str) and name.strip() and isinstance(t, SyntheticTeacher) for name, t in teachers.items()),
+            "synthetic_teachers must map names to drlhp.SyntheticTeacher, e.g. {'careful': SyntheticTeacher(), "
+            "'hasty': SyntheticTeacher(mistake_rate=0.2)}")
+        need(c.synthetic_preferences and c.labeller is None, "synthetic_teachers label in place of people: pass "
+             "synthetic_preferences=True and no labeller=")
+    share = c.second_opinion_share
+    need(0.0 <= share <= 1.0, f"second_opinion_share must be in [0, 1], got {share}")
+    if share > 0:
+        several_teachers = c.synthetic_preferences and c.labeller is None and teachers is not None and len(teachers) > 1
+        own_seconder = c.labeller is not None and isinstance(c.labeller, GivesSecondOpinions)
+        need(c.web_labelling or several_teachers or own_seconder,
+             "second_opinion_share asks a second labeller, so it needs several: labelling='web' (people in their "
+             "browsers), synthetic_teachers= naming two or more teachers, or a labeller= that gives second opinions")
 
 
 def _require_web() -> None:

@@ -75,3 +75,8 @@ class PreferenceServiceDied(DrlhpError, RuntimeError):
 
 class InvalidAnswer(DrlhpError, ValueError):
     """A labeller typed something other than L, R, E or nothing."""
+
+
+class NothingToUndo(DrlhpError, ValueError):
+    """A labeller asked to take back an answer, but has none left to take back (none given this session, or the
+    last ``undo_limit`` taken back already)."""

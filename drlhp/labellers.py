@@ -3,16 +3,20 @@
 Everything is defined in ``drlhp.labelling.labellers``.
 """
 from drlhp.labelling.labellers import (
+    UNDO,
     ConcurrentLabeller,
+    GivesSecondOpinions,
     Labeller,
+    NamesAnswerers,
     ServesPage,
     ShowsEpisodes,
     SyntheticLabeller,
     SyntheticTeacher,
     TimesAnswers,
+    Undo,
 )
 
 __all__ = [
-    "Labeller", "ShowsEpisodes", "TimesAnswers", "ConcurrentLabeller", "ServesPage", "SyntheticLabeller",
-    "SyntheticTeacher",
+    "Labeller", "ShowsEpisodes", "TimesAnswers", "NamesAnswerers", "GivesSecondOpinions", "ConcurrentLabeller",
+    "ServesPage", "SyntheticLabeller", "SyntheticTeacher", "UNDO", "Undo",
 ]

@@ -148,3 +148,21 @@ def no_leftover_processes():
     for p in alive:
         p.kill()
     assert not alive, f"test left processes behind: {alive}"
+
+
+def resume_and_read_labels(env: gymnasium.Env, log_dir: str, labels_asked: int, **settings) -> list[tuple[float, str]]:
+    """Resume the run in ``log_dir`` (synthetic labels, nothing stepped), check its budget counts ``labels_asked``
+    pairs, close it; returns the (label, labeller) pairs the log_dir then holds, in label order."""
+    from drlhp import HumanPreferencesEnvWrapper
+    from drlhp.labels.pref_db import PrefBuffer
+
+    wrapped = HumanPreferencesEnvWrapper(env, log_dir=log_dir, resume=True, train_reward=False, log_level=30,
+                                         **settings)
+    try:
+        assert wait_for(lambda: wrapped.stats()["labels_asked"] == labels_asked, timeout=60), wrapped.stats()
+    finally:
+        wrapped.close()
+    buffer = PrefBuffer.load_all(log_dir)
+    held = {seq: (label, who) for db in (buffer.train_db, buffer.val_db)
+            for seq, (_, _, label), who in zip(db.seqs, db.prefs, db.labellers)}
+    return [held[seq] for seq in sorted(held)]

@@ -20,7 +20,8 @@ ROOT = Path(__file__).resolve().parent.parent
 PUBLIC_MODULES = ["drlhp", "drlhp.sb3", "drlhp.envs", "drlhp.cluster", "drlhp.cluster.rllib"]
 # Named by the guide as things to import, from modules that are otherwise internal.
 ALSO_PUBLIC = ["drlhp.labellers.Labeller", "drlhp.labellers.ShowsEpisodes", "drlhp.labellers.TimesAnswers",
-               "drlhp.labellers.ConcurrentLabeller", "drlhp.labellers.ServesPage",
+               "drlhp.labellers.ConcurrentLabeller", "drlhp.labellers.ServesPage", "drlhp.labellers.NamesAnswerers",
+               "drlhp.labellers.GivesSecondOpinions",
                "drlhp.learning_curve.read_learning_curve"]
 
 # Public names without a docstring, reported to the package's owners; the test fails for any other.

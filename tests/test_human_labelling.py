@@ -11,7 +11,8 @@ import uuid
 
 import numpy as np
 import pytest
-from conftest import FakePixelEnv, wait_for
+from conftest import FakePixelEnv, resume_and_read_labels, wait_for
+from scripts.human_session import make_env as make_session_env
 from scripts.virtual_desktop import missing_tools, virtual_desktop, wait_for_text
 
 from drlhp import HumanPreferencesEnvWrapper, PrefDB
@@ -56,15 +57,18 @@ def screen_and_terminal():
 def test_a_person_labels_pairs_in_the_terminal_while_clips_play(tmp_path, screen_and_terminal):
     display, env, tmux = screen_and_terminal
     stop_file = tmp_path / "stop"
+    task = "Prefer the clip where the dot ends nearer the centre."
     tmux("new-session", "-d", "-x", "160", "-y", "50",
          # stdin redirected: answers must still be read from the terminal.
-         f"{sys.executable} {SCRIPT} {tmp_path} {stop_file} < /dev/null; echo EXITED $?; sleep 600")
+         f"DRLHP_SESSION_TASK='{task}' {sys.executable} {SCRIPT} {tmp_path} {stop_file} < /dev/null; "
+         "echo EXITED $?; sleep 600")
     screen = lambda: tmux("capture-pane", "-p", "-S", "-500")  # noqa: E731
 
     def wait_screen(text: str, timeout: float = 60) -> None:
         wait_for_text(tmux, text, timeout)
 
     wait_screen("Pair 1:")
+    assert f"Task: {task}" in screen() and "[0 labels]" in screen() and "[U]ndo last" in screen()
     window = subprocess.run(["xdotool", "search", "--sync", "--name", "which clip is better"], env=env,
                             capture_output=True, text=True, timeout=30).stdout.split()[0]
 
@@ -96,30 +100,39 @@ def test_a_person_labels_pairs_in_the_terminal_while_clips_play(tmp_path, screen
     wait_screen("Pair 2:")
     tmux("send-keys", "r", "Enter")
     wait_screen("Pair 3:")
-    tmux("send-keys", "E", "Enter")
+    tmux("send-keys", "u", "Enter")  # takes back the R: pair 2's clips come again as pair 4
+    wait_screen("Took back your answer to pair 2")
     wait_screen("Pair 4:")
+    tmux("send-keys", "E", "Enter")  # then pair 3's, as pair 5
+    wait_screen("Pair 5:")
+    assert "[2 labels," in screen()
     tmux("send-keys", "x", "Enter")  # not an answer: help, then the same question again
     wait_screen("Type L (left is better)")
-    assert "Pair 5:" not in screen()
+    assert "Pair 6:" not in screen()
     tmux("send-keys", "Enter")  # incomparable: nothing recorded
-    wait_screen("Pair 5:")
+    wait_screen("Pair 6:")
     subprocess.run(["xdotool", "windowfocus", "--sync", window, "key", "l"], env=env, check=True, timeout=30)
     wait_screen("(pressed in the window)")
-    wait_screen("Pair 6:")
+    wait_screen("Pair 7:")
 
     stop_file.touch()
     wait_screen("EXITED 0", timeout=60)
     assert "SAVED" in screen()
     train, val = PrefDB.load(str(tmp_path / "train.pkl.gz")), PrefDB.load(str(tmp_path / "val.pkl.gz"))
-    assert [label for _, _, label in train.prefs] + [label for _, _, label in val.prefs] == [1.0, 0.0, 0.5, 1.0]
+    assert [label for _, _, label in train.prefs] + [label for _, _, label in val.prefs] == [1.0, 0.5, 1.0]
+    assert train.instructions == task  # the database says what its labels were asked for
 
     with open(tmp_path / "human_labels.csv") as f:
         rows = list(csv.DictReader(f))
-    assert [r["label"] for r in rows] == ["1.0", "0.0", "0.5", "", "1.0"]
+    assert [r["label"] for r in rows] == ["1.0", "0.0", "undo", "0.5", "", "1.0"]
+    assert [r["clip_left"] for r in rows[1:4]] == [rows[1]["clip_left"]] * 3  # pair 2's clips, taken back, again
     # Figures for the record (not asserted: timings on a shared machine are noise).
     print("\nhuman labelling figures:", [(r["display_fps"], r["seconds_from_last_answer_to_this_pair"]) for r in rows])
     leftover = subprocess.run(["pgrep", "-f", f"^{sys.executable} {SCRIPT}"], capture_output=True, text=True).stdout
     assert leftover == "", f"labelling processes left behind: {leftover}"
+    # pair 5 was on screen, asked, when the run stopped: a resumed run counts the labels it holds
+    resumed = resume_and_read_labels(make_session_env(), str(tmp_path), labels_asked=3, segment_length=20)
+    assert [label for label, _ in resumed] == [1.0, 0.5, 1.0]
 
 
 def test_a_cluster_service_asks_in_the_labellers_terminal_and_shows_a_window(tmp_path, screen_and_terminal):

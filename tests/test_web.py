@@ -19,23 +19,25 @@ import pytest
 pytest.importorskip("aiohttp")
 pytest.importorskip("PIL")
 
-from conftest import FakePixelEnv, gone, wait_for  # noqa: E402
+from conftest import FakePixelEnv, gone, resume_and_read_labels, wait_for  # noqa: E402
 
 from drlhp import HumanPreferencesEnvWrapper, PreferenceConfig  # noqa: E402
 from drlhp.clips.frames import infer_frame_spec  # noqa: E402
 from drlhp.clips.segments import Segment  # noqa: E402
 from drlhp.labelling.web.labeller import WebConfig, WebLabeller  # noqa: E402
+from drlhp.labelling.web.pool import TakeBack  # noqa: E402
 from drlhp.labelling.web.server import MAX_BODY_BYTES  # noqa: E402
 from drlhp.pref_db import PrefBuffer  # noqa: E402
 from drlhp.runtime.settings import web_config  # noqa: E402
 
 TOKEN = "test-token-0123456789abcdef"
+OWNER_TOKEN = "owner-token-0123456789abcdef"
 
 
 def page_settings(spec, port: int) -> WebConfig:
     """The page's settings as a run's with ``web_port=port``, but with a known token and no answers log."""
     run = PreferenceConfig(synthetic_preferences=False, labelling="web", web_port=port)
-    return dataclasses.replace(web_config(run, spec), token=TOKEN, log_path=None)
+    return dataclasses.replace(web_config(run, spec), token=TOKEN, owner_token=OWNER_TOKEN, log_path=None)
 
 
 def http(url, body=None, headers=None, raw=None, content_type="application/json"):
@@ -62,11 +64,16 @@ def served():
     labeller.offer(segs[2], segs[3])
     recorded, stop = [], threading.Event()
 
-    def interface():
+    def interface():  # records answers as labels 0, 1, ... and take-backs as ("undo", pair, who)
+        seq = 0
         while not stop.wait(0.005):
-            for answer in labeller.take_answers():
-                recorded.append((answer.a.seg_id, answer.b.seg_id, answer.label, answer.labeller))
-                labeller.acknowledge(answer)
+            for event in labeller.take_answers():
+                if isinstance(event, TakeBack):
+                    recorded.append(("undo", event.answer.pair_id, event.answer.labeller))
+                else:
+                    event.seq, seq = seq, seq + 1
+                    recorded.append((event.a.seg_id, event.b.seg_id, event.label, event.labeller))
+                labeller.acknowledge(event)
 
     thread = threading.Thread(target=interface, daemon=True)
     thread.start()
@@ -136,6 +143,49 @@ def test_an_answer_sent_twice_counts_once(served):
     assert json.loads(again)["mine"] == 1
 
 
+def test_undo_takes_back_your_latest_answer_once_and_bad_undos_get_4xx(served):
+    base, recorded, _ = served
+    undo = base + "/api/undo"
+    assert http(undo, {"pair": 1, "name": "alice"}, headers=AUTH)[0] == 409  # nothing to take back yet
+    pair = json.loads(http(base + "/api/next?name=alice", headers=AUTH)[1])
+    reply = json.loads(http(base + "/api/answer", {"pair": pair["pair"], "label": "L", "name": "alice"},
+                            headers=AUTH)[1])
+    assert reply["undo"] == pair["pair"]  # the page learns which answer U takes back
+    bad = [
+        (dict(raw=b'{"pair": '), 400),
+        (dict(body={"pair": pair["pair"]}), 400),
+        (dict(body={"pair": pair["pair"], "name": "alice", "label": "L"}), 400),
+        (dict(body={"pair": -1, "name": "alice"}), 400),
+        (dict(body={"pair": pair["pair"], "name": "bob"}), 409),  # bob has no answer to take back
+        (dict(body={"pair": reply["pair"], "name": "alice"}), 404),  # a pair nobody answered
+        (dict(body={"pair": pair["pair"], "name": "alice"}, content_type="text/plain"), 415),
+    ]
+    for kwargs, expected in bad:
+        status, body, _ = http(undo, headers=AUTH, **kwargs)
+        assert status == expected, (kwargs, status, body)
+    assert recorded == [(pair["left"], pair["right"], 1.0, "alice")]
+    status, first, _ = http(undo, {"pair": pair["pair"], "name": "alice"}, headers=AUTH)
+    again = json.loads(first)
+    assert status == 200 and again["undone"] == pair["pair"] and again["duplicate"] is False
+    assert (again["left"], again["right"]) == (pair["left"], pair["right"])  # the pair again, to answer anew
+    assert again["mine"] == 0 and again["undo"] is None
+    status, second, _ = http(undo, {"pair": pair["pair"], "name": "alice"}, headers=AUTH)
+    assert status == 200 and json.loads(second)["duplicate"] is True  # sent twice: taken back once
+    assert recorded[1:] == [("undo", pair["pair"], "alice")]
+
+
+def test_the_owner_page_needs_the_owners_token(served):
+    base, _, labeller = served
+    for path in ("/owner", "/static/owner.js", "/api/owner"):
+        assert http(base + path, headers=AUTH)[0] == 403, path  # the labellers' token does not open it
+        assert http(base + path, headers={"X-Drlhp-Token": OWNER_TOKEN})[0] == 200, path
+    assert http(base + "/api/next?name=owner", headers={"X-Drlhp-Token": OWNER_TOKEN})[0] == 200
+    labeller.set_progress(5, 6, [("web:alice", "web:bob", 4, 3, 0.75)])
+    owner = json.loads(http(base + "/api/owner", headers={"X-Drlhp-Token": OWNER_TOKEN})[1])
+    assert owner["agreement"] == [{"a": "web:alice", "b": "web:bob", "pairs": 4, "same": 3, "rate": 0.75}]
+    assert owner["total"] == 5 and labeller.owner_url.endswith(f"/owner?token={OWNER_TOKEN}")
+
+
 def test_two_labellers_get_different_pairs_and_clips_arrive_as_png(served):
     base, _, _ = served
     a = json.loads(http(base + "/api/next?name=alice", headers=AUTH)[1])
@@ -192,17 +242,18 @@ def wait_for_text_change(page, selector, before, timeout_ms=15000):
                            timeout=timeout_ms)
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (apt-get install chromium)")
-def test_label_in_chromium_l_r_e_and_cant_tell_reach_the_database(tmp_path):
-    sync_api = pytest.importorskip("playwright.sync_api")
-    log_dir = str(tmp_path / "run")
+TASK = "Prefer the clip that gets brighter faster."
+
+
+def web_run(log_dir: str, **settings):
+    """A run labelled on the web page, and a thread stepping it (as an agent would) until the event is set."""
     # Frames of this env brighten every step, so two moments of a clip never look the same.
     env = HumanPreferencesEnvWrapper(FakePixelEnv(shape=(16, 16, 3), episode_length=60), synthetic_preferences=False,
-                                     labelling="web", web_port=0,
-                                     log_dir=log_dir, train_reward=False, label_budget=100, seed=0, log_level=30)
+                                     labelling="web", web_port=0, log_dir=log_dir, train_reward=False,
+                                     label_budget=100, seed=0, log_level=30, **settings)
     stop = threading.Event()
 
-    def agent():  # the run goes on while the person labels
+    def agent():
         env.reset(seed=0)
         while not stop.wait(0.001):
             if any(env.step(env.action_space.sample())[2:4]):
@@ -210,6 +261,14 @@ def test_label_in_chromium_l_r_e_and_cant_tell_reach_the_database(tmp_path):
 
     thread = threading.Thread(target=agent)
     thread.start()
+    return env, stop, thread
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (apt-get install chromium)")
+def test_label_in_chromium_l_r_undo_e_and_cant_tell_reach_the_database(tmp_path):
+    sync_api = pytest.importorskip("playwright.sync_api")
+    log_dir = str(tmp_path / "run")
+    env, stop, thread = web_run(log_dir, labelling_instructions=TASK)
     shots = []
     try:
         with sync_api.sync_playwright() as p:
@@ -227,26 +286,90 @@ def test_label_in_chromium_l_r_e_and_cant_tell_reach_the_database(tmp_path):
             page.wait_for_function("v => document.querySelector('#frame').value !== v", arg=frame_shown)
             second = (left.screenshot(), right.screenshot())
             assert first[0] != second[0] and first[1] != second[1]
-            page.screenshot(path=str(tmp_path / "page.png"))
+            assert page.is_visible("#task") and page.text_content("#task-text") == TASK
+            page.screenshot(path=str(tmp_path / "page.png"))  # the task above the clips (docs/labelling.md)
             shots.append(str(tmp_path / "page.png"))
-            for key in ("l", "r", "e", "s"):
+            statuses = []
+            for key in ("l", "r", "u", "e", "s"):
                 status = page.text_content("#status")
                 page.keyboard.press(key)
                 wait_for_text_change(page, "#status", status)
+                statuses.append(page.text_content("#status"))
             counts = page.text_content("#counts")
             browser.close()
     finally:
         stop.set()
         thread.join()
         env.close()
-    assert "Your labels: 3" in counts and "the run's labels: 3" in counts and "left in the label budget" in counts
-    buffer = PrefBuffer.load_all(log_dir)
-    labels = [(label, who) for db in (buffer.train_db, buffer.val_db)
-              for (_, _, label), who in zip(db.prefs, db.labellers)]
-    assert sorted(labels) == [(0.0, "web:alice"), (0.5, "web:alice"), (1.0, "web:alice")]
+    assert "Took back your answer" in statuses[2]
+    assert "Your labels: 2" in counts and "the run's labels: 2" in counts and "left in the label budget" in counts
+    buffer = PrefBuffer.load_all(log_dir)  # the snapshot close() wrote, and what the journal still holds
+    assert [(label, who) for _, _, label, who in labels_by_seq(buffer)] == [(1.0, "web:alice"), (0.5, "web:alice")]
     seconds = [s for db in (buffer.train_db, buffer.val_db) for s in db.answer_seconds]  # how long each took
-    assert len(seconds) == 3 and all(s >= 0 for s in seconds)
+    assert len(seconds) == 2 and all(s >= 0 for s in seconds)
     with open(os.path.join(log_dir, "human_labels.csv")) as f:
         rows = list(csv.DictReader(f))
-    assert [(r["label"], r["labeller"]) for r in rows] == [("1.0", "alice"), ("0.0", "alice"), ("0.5", "alice")]
+    assert [(r["label"], r["labeller"]) for r in rows] == [("1.0", "alice"), ("0.0", "alice"), ("undo", "alice"),
+                                                           ("0.5", "alice")]
+    assert rows[1]["pair"] == rows[2]["pair"] and (rows[1]["clip_left"], rows[1]["clip_right"]) == (
+        rows[3]["clip_left"], rows[3]["clip_right"])  # the pair taken back was answered again
     assert all(float(r["seconds_to_answer"]) >= 0 for r in rows)
+    resumed = resume_and_read_labels(FakePixelEnv(shape=(16, 16, 3), episode_length=60), log_dir, labels_asked=2,
+                                     label_budget=100)
+    assert resumed == [(1.0, "web:alice"), (0.5, "web:alice")]
+
+
+def labels_by_seq(buffer: PrefBuffer) -> list[tuple[int, int, float, str]]:
+    """(clip a, clip b, label, labeller) of every label a buffer holds, in the order they were given."""
+    held = {seq: (a, b, label, who) for db in (buffer.train_db, buffer.val_db)
+            for seq, (a, b, label), who in zip(db.seqs, db.prefs, db.labellers)}
+    return [held[seq] for seq in sorted(held)]
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (apt-get install chromium)")
+def test_two_labellers_in_two_browsers_see_their_agreement_on_the_owners_page(tmp_path):
+    sync_api = pytest.importorskip("playwright.sync_api")
+    log_dir = str(tmp_path / "run")
+    env, stop, thread = web_run(log_dir, second_opinion_share=1.0)
+    try:
+        with sync_api.sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+            pages = {}
+            for name in ("alice", "bob"):  # two browser contexts: two people, each with their own storage
+                page = browser.new_context(viewport={"width": 1200, "height": 800}).new_page()
+                page.goto(env.labelling_url)
+                page.fill("#name", name)
+                page.click("#who button")
+                page.wait_for_selector("#pair:not([hidden])", timeout=30000)
+                pages[name] = page
+
+            def press(name: str, key: str) -> str:
+                page = pages[name]
+                status = page.text_content("#status")
+                page.keyboard.press(key)
+                wait_for_text_change(page, "#status", status)
+                return page.text_content("#status")
+
+            press("alice", "l")  # her pair now waits for bob's second opinion
+            assert "(a second opinion)" in press("bob", "l")  # bob answers his own pair, then is handed hers
+            press("bob", "l")  # bob seconds alice's L: they agree
+            assert "(a second opinion)" in press("alice", "r")  # alice answers her next, then is handed bob's
+            press("alice", "e")  # alice seconds bob's L with E: they disagree
+            owner = browser.new_context().new_page()
+            assert owner.goto(env.labelling_url.replace("/?", "/owner?")).status == 403  # not with a labeller's token
+            owner.goto(env.labelling_owner_url)
+            owner.wait_for_function("document.querySelectorAll('#agreement tbody tr').length === 1", timeout=15000)
+            row = owner.text_content("#agreement tbody tr")
+            owner.screenshot(path=str(tmp_path / "owner.png"))
+            stats = env.stats()
+            browser.close()
+    finally:
+        stop.set()
+        thread.join()
+        env.close()
+    assert "web:alice · web:bob" in row and "50 %" in row
+    assert stats["agreement"] == (("web:alice", "web:bob", 2, 1, 0.5),) and stats["label_agreement"] == 0.5
+    buffer = PrefBuffer.load_all(log_dir)
+    pairs_twice = [(first, second) for db in (buffer.train_db, buffer.val_db)
+                   for first, second in zip(db.labellers, db.second_labellers) if second]
+    assert sorted(pairs_twice) == [("web:alice", "web:bob"), ("web:bob", "web:alice")]

@@ -99,3 +99,62 @@ def test_clips_are_served_only_while_a_pair_out_shows_them():
     pair = pool.next_for("alice")
     pool.answer(pair.pair_id, 1.0, "alice")
     assert pool.clip(1) is None
+
+
+def answered_and_recorded(pool, name, label=1.0, seq=0):
+    """``name`` answers the pair they are handed; the interface records it as label ``seq``."""
+    pair = pool.next_for(name)
+    status, answer = pool.answer(pair.pair_id, label, name)
+    assert status == "new"
+    answer.seq = seq
+    pool.recorded(answer)
+    return answer
+
+
+def test_a_labeller_takes_back_their_answers_newest_first_and_gets_the_pair_again():
+    pool, _, _ = pool_with(3)
+    pool.undo_limit = 2
+    answers = [answered_and_recorded(pool, "alice", seq=i) for i in range(3)]
+    pool.take_answers()
+    assert pool.undoable("alice") == answers[2].pair_id
+    assert pool.take_back(answers[1].pair_id, "alice") == ("not_last", None)
+    status, event = pool.take_back(answers[2].pair_id, "alice")
+    assert status == "new" and event.answer is answers[2]
+    assert pool.take_back(answers[2].pair_id, "alice") == ("duplicate", event)  # sent twice: taken back once
+    again = pool.next_for("alice")
+    assert (again.a.seg_id, again.b.seg_id) == (answers[2].a.seg_id, answers[2].b.seg_id)  # handed straight back
+    assert pool.take_back(answers[1].pair_id, "alice")[0] == "new"
+    assert pool.take_back(answers[0].pair_id, "alice") == ("nothing", None)  # past the limit of 2
+    assert pool.take_answers() == [event, pool._taken_back[(answers[1].pair_id, "alice")]]
+    assert pool.count("alice") == 1
+
+
+def test_nobody_takes_back_someone_elses_answer():
+    pool, _, _ = pool_with(2)
+    alices = answered_and_recorded(pool, "alice")
+    answered_and_recorded(pool, "bob", seq=1)
+    assert pool.take_back(alices.pair_id, "bob") == ("not_yours", None)
+    assert pool.take_back(999, "bob") == ("unknown", None)
+    assert pool.take_back(alices.pair_id, "carol") == ("nothing", None)
+    assert pool.undoable("alice") == alices.pair_id  # still hers to take back
+
+
+def test_a_second_opinion_goes_to_someone_else_and_names_the_answer_it_seconds():
+    pool, _, _ = pool_with(2)
+    pool.second_share = 1.0
+    alice_pair, bob_pair = pool.next_for("alice"), pool.next_for("bob")
+    _, alices = pool.answer(alice_pair.pair_id, 1.0, "alice")
+    assert pool.next_for("alice") is None  # her own answered pair waits for someone else, not her
+    _, bobs = pool.answer(bob_pair.pair_id, 0.0, "bob")
+    second = pool.next_for("bob")
+    assert second.pair_id == alice_pair.pair_id and second.first is alices
+    _, seconded = pool.answer(second.pair_id, 0.5, "bob")
+    assert seconded.first is alices and pool.next_for("alice").first is bobs
+
+
+def test_alone_nobody_is_asked_for_second_opinions():
+    pool, _, _ = pool_with(2)
+    pool.second_share = 1.0
+    answered_and_recorded(pool, "alice")
+    assert pool.next_for("alice").first is None  # a new pair, and no pair waits for a second opinion
+    assert all(p.first is None for p in pool._out.values())

@@ -54,6 +54,7 @@ class RunnerPipeline:
         self.config, self.frame_spec, self.n_envs = settings["config"], settings["frame_spec"], n_envs
         set_up_torch(self.config.torch_threads)
         self.labelling_url = None  # the page is the service's: PreferenceService.labelling_url
+        self.labelling_owner_url = None
         self._clips = EpisodeClips(self.frame_spec, self.config.segment_length, n_envs)
         rate = settings["clips_per_second"] * clip_share
         self._cap = RateCap(rate, burst=max(1.0, rate * flush_interval))

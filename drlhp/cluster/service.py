@@ -82,7 +82,8 @@ class ServiceActor:
     def ready(self) -> dict:
         import ray
 
-        return {"labelling_url": self.pipeline.labelling_url, "node_ip": ray.util.get_node_ip_address(),
+        return {"labelling_url": self.pipeline.labelling_url,
+                "labelling_owner_url": self.pipeline.labelling_owner_url, "node_ip": ray.util.get_node_ip_address(),
                 "log_dir": os.path.abspath(self.config.log_dir)}
 
     def get_config(self) -> PreferenceConfig:
@@ -229,8 +230,10 @@ class PreferenceService:
             raise
         self.node_ip, self.log_dir = info["node_ip"], info["log_dir"]
         self.labelling_url: str | None = info["labelling_url"]
+        self.labelling_owner_url: str | None = info["labelling_owner_url"]
         if self.labelling_url:
-            print(f"drlhp: label at {self.labelling_url}", file=sys.stderr, flush=True)
+            print(f"drlhp: label at {self.labelling_url}\ndrlhp: the run owner's page at {self.labelling_owner_url}",
+                  file=sys.stderr, flush=True)
 
     @classmethod
     def attach(cls, name: str) -> PreferenceService:
@@ -240,6 +243,7 @@ class PreferenceService:
         self._failure_reported = False
         info = self._get(self._actor.ready.remote())
         self.node_ip, self.log_dir, self.labelling_url = info["node_ip"], info["log_dir"], info["labelling_url"]
+        self.labelling_owner_url = info["labelling_owner_url"]
         self.config = self._get(self._actor.get_config.remote())
         return self
 

@@ -78,6 +78,12 @@ class PipelineFrontEnd:
         """The labelling page's address with its token (``labelling="web"``), else None."""
         return self.pipeline.labelling_url
 
+    @property
+    def labelling_owner_url(self) -> str | None:
+        """The run owner's page (who labels, their pace, how often labellers agree), with its own token
+        (``labelling="web"``), else None. Keep it to yourself: labellers get ``labelling_url``."""
+        return self.pipeline.labelling_owner_url
+
     def wait_for_reward_predictor(self, timeout: float | None = None) -> None:
         """Block until the predicted reward is returned; see ``PreferencePipeline.wait_for_reward_predictor``."""
         self.pipeline.wait_for_reward_predictor(timeout)

@@ -9,7 +9,9 @@ in the terminal. Playback never stops while the question waits.
 from __future__ import annotations
 
 import os
+import statistics
 import time
+from collections import deque
 from dataclasses import dataclass
 from typing import Callable
 
@@ -28,13 +30,16 @@ from drlhp.labelling.display import (
     require_images,
     zoomed,
 )
+from drlhp.labelling.labellers import UNDO, Undo
 from drlhp.labelling.terminal import HELP, TerminalPrompt, parse_answer, terminal_problem
 from drlhp.storage.run_dir import log_human_label
 
 PAIR_WINDOW = "drlhp: which clip is better?"
 TERMINAL_LABELLER = "terminal"  # human_labels.csv's labeller column for answers typed in the terminal
 EPISODE_WINDOW = "drlhp: last full episode"
-QUESTION = "[L]eft better, [R]ight better, [E]qual, Enter = can't compare: "
+QUESTION = "[L]eft better, [R]ight better, [E]qual, [U]ndo last, Enter = can't compare: "
+#: Answers the pace shown is the median of.
+PACE_WINDOW = 20
 
 
 @dataclass(frozen=True)
@@ -47,6 +52,8 @@ class HumanConfig:
     fps: float
     terminal: str  # the terminal's device, e.g. /dev/tty
     log_path: str | None  # CSV of answers and display timings
+    instructions: str | None  # the task in words, printed above every question
+    undo_limit: int  # answers the person may take back, newest first
 
 
 def check_can_ask(frame_spec: FrameSpec, terminal: str) -> None:
@@ -97,6 +104,9 @@ class HumanLabeller:
         self.episode: list[np.ndarray] = []
         self._episode_i = 0
         self.n_asked = 0
+        self.n_labels = 0  # labels given in this session, not counting those taken back
+        self._undoable: deque[tuple[int, int, int]] = deque(maxlen=config.undo_limit or 1)  # (pair, clips) to take back
+        self._seconds: deque[float] = deque(maxlen=PACE_WINDOW)
         self._last_answer: float | None = None
         self.last_seconds: float | None = None  # how long the last answer took
         # GUI_NORMAL: no Qt toolbar or status bar, just the picture.
@@ -116,13 +126,20 @@ class HumanLabeller:
         self.episode = frames
         self._episode_i = 0
 
-    def label(self, a: Segment, b: Segment) -> float | None:
+    def _heading(self) -> str:
+        """What is printed above each question: the task, and the labels so far with their pace."""
+        task = f"\nTask: {self.config.instructions}" if self.config.instructions else ""
+        pace = f", {statistics.median(self._seconds):.1f} s each" if self._seconds else ""
+        return f"{task}\n[{self.n_labels} labels{pace}]"
+
+    def label(self, a: Segment, b: Segment) -> float | Undo | None:
         cv2, spec = self.cv2, self.config.frame_spec
         self.n_asked += 1
         left = [displayable(f, spec) for f in a.frames]
         right = [displayable(f, spec) for f in b.frames]
         self.prompt.drain()
-        self.prompt.say(f"\nPair {self.n_asked}: clip {a.seg_id} (L) vs clip {b.seg_id} (R). {QUESTION}")
+        self.prompt.say(f"{self._heading()} Pair {self.n_asked}: clip {a.seg_id} (L) vs clip {b.seg_id} (R). "
+                        f"{QUESTION}")
         tick = 1.0 / self.config.fps
         shown_at = next_frame = time.monotonic()
         since_last = shown_at - self._last_answer if self._last_answer is not None else float("nan")
@@ -142,7 +159,7 @@ class HumanLabeller:
             next_frame = max(next_frame + tick, time.monotonic() - tick)
             typed = []
             key = cv2.waitKey(max(1, int((next_frame - time.monotonic()) * 1000)))
-            if key != -1 and chr(key & 0xFF).lower() in "lre":
+            if key != -1 and chr(key & 0xFF).lower() in "lreu":
                 typed.append(chr(key & 0xFF))
                 self.prompt.say(f"{typed[0].upper()} (pressed in the window)\n")
             typed += self.prompt.lines(timeout=0)
@@ -152,6 +169,13 @@ class HumanLabeller:
                 except InvalidAnswer:
                     self.prompt.say(f"{HELP}\nPair {self.n_asked}: {QUESTION}")
                     continue
+                if label is UNDO:
+                    if not (self._undoable and self.config.undo_limit):
+                        self.prompt.say(f"Nothing to take back (your last {self.config.undo_limit} answers of this "
+                                        f"session can be).\nPair {self.n_asked}: {QUESTION}")
+                        continue
+                    self._take_back()
+                    return UNDO
                 now = time.monotonic()
                 self._last_answer = now
                 fps = (n_frames - 1) / (last_drawn - shown_at) if n_frames > 1 else float("nan")
@@ -162,11 +186,24 @@ class HumanLabeller:
 
     def _record(self, a: Segment, b: Segment, label, seconds, fps, since_last) -> None:
         self.last_seconds = seconds  # the preference interface records it with the label
+        if label is not None:
+            self.n_labels += 1
+            self._undoable.append((self.n_asked, a.seg_id, b.seg_id))
+            self._seconds.append(seconds)
         if self.config.log_path:
             log_human_label(self.config.log_path, pair=self.n_asked, clip_left=a.seg_id, clip_right=b.seg_id,
                             label="" if label is None else label, labeller=TERMINAL_LABELLER,
                             seconds_to_answer=f"{seconds:.3f}", display_fps=f"{fps:.1f}",
                             seconds_from_last_answer_to_this_pair=f"{since_last:.3f}")
+
+    def _take_back(self) -> None:
+        """The person takes back their last answer (the interface retracts it and asks that pair again)."""
+        pair, clip_left, clip_right = self._undoable.pop()
+        self.n_labels -= 1
+        self.prompt.say(f"Took back your answer to pair {pair}: it comes again.\n")
+        if self.config.log_path:
+            log_human_label(self.config.log_path, pair=pair, clip_left=clip_left, clip_right=clip_right,
+                            label="undo", labeller=TERMINAL_LABELLER)
 
     def close(self) -> None:
         self.prompt.close()

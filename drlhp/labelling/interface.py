@@ -8,36 +8,81 @@ pair at a time (synthetic, window + terminal, yours), or -- the web page -- take
 many people work on at once, answers coming back as they are given. Each label is written to the label
 journal (``drlhp.labels.journal``) before the next pair is asked, then put on the label stream
 (``drlhp.labels.stream``); a clip travels once, compressed, before the first label that uses it.
+
+A labeller may take back its own answers, newest first, back to ``undo_limit`` answers of this
+session: the retraction is journaled and sent like a label, the pair no longer counts against the
+budget, and it is asked again (a labeller of one pair at a time: at once, then the pair that was on
+screen). With ``second_share``, that share of answered pairs also gets a second labeller's answer
+(a labeller that ``GivesSecondOpinions``, or the web page's pool); ``agreement`` counts how often
+each two labellers agree.
 """
 from __future__ import annotations
 
+import logging
 import random
 from collections import OrderedDict, deque
+from dataclasses import dataclass
 
 from drlhp.clips.segments import PackedSegment, Segment, pack
-from drlhp.errors import ConfigError
-from drlhp.labelling.labellers import ConcurrentLabeller, Labeller, ShowsEpisodes, TimesAnswers
+from drlhp.errors import ConfigError, NothingToUndo
+from drlhp.labelling.labellers import (
+    UNDO,
+    ConcurrentLabeller,
+    GivesSecondOpinions,
+    Labeller,
+    NamesAnswerers,
+    ShowsEpisodes,
+    TimesAnswers,
+)
 from drlhp.labelling.pair_selection import DisagreementScorer
 from drlhp.labelling.schedule import LabelSchedule
+from drlhp.labels.agreement import Agreement
 from drlhp.labels.journal import JournalWriter
-from drlhp.labels.stream import ForgetSegment, LabelRecord, LabelSink, Preference, SegmentData
+from drlhp.labelling.web.pool import Answer, TakeBack  # plain data and a lock: no web server is imported
+from drlhp.labels.stream import (
+    ForgetSegment,
+    LabelRecord,
+    LabelSink,
+    Preference,
+    Retraction,
+    SecondAnswer,
+    SegmentData,
+)
+
+log = logging.getLogger("drlhp.interface")
 
 #: Clips of an env's latest episode kept to show a person the whole episode (a labeller with ``show_episode``).
 EPISODE_SEGMENTS = 40
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """An answer this session recorded, as its labeller may take it back: the first answer of the run's
+    ``seq``-th label, or (``second``) a second labeller's answer to it."""
+
+    seq: int
+    a: Segment
+    b: Segment
+    labeller: str
+    label: float
+    second: bool = False
 
 
 class PrefInterface:
     """A ring buffer of the latest ``max_segs`` clips, the pairs already asked about, and who answers.
 
     ``out`` takes the label stream (a queue); ``journal``: each label is journaled there first;
-    ``next_seq``: the run's next label number (past a resumed run's labels); ``scorer``: pairs are
-    picked by the ensemble's disagreement (None: at random); ``schedule``: how many pairs may have
-    been asked by each env step (the default: as many as the labeller answers).
+    ``next_seq``: the run's next label number (past a resumed run's labels), ``n_retracted`` of them
+    taken back; ``scorer``: pairs are picked by the ensemble's disagreement (None: at random);
+    ``schedule``: how many pairs may have been asked by each env step (the default: as many as the
+    labeller answers); ``undo_limit``: answers each labeller may take back; ``second_share``: share
+    of answered pairs asked to a second labeller; ``agreement``: the run's agreement so far.
     """
 
     def __init__(self, labeller: Labeller, out: LabelSink, max_segs: int, seed: int | None = None,
                  journal: JournalWriter | None = None, next_seq: int = 0, scorer: DisagreementScorer | None = None,
-                 n_candidates: int = 64, schedule: LabelSchedule | None = None) -> None:
+                 n_candidates: int = 64, schedule: LabelSchedule | None = None, undo_limit: int = 0,
+                 second_share: float = 0.0, n_retracted: int = 0, agreement: Agreement | None = None) -> None:
         if max_segs < 2:
             raise ConfigError(f"max_segs must be >= 2 to form pairs, got {max_segs}")
         self.labeller = labeller
@@ -45,8 +90,18 @@ class PrefInterface:
         self.max_segs = max_segs
         self.journal = journal
         self.next_seq = next_seq
-        self.n_asked = next_seq  # pairs asked in the run (a skipped one too): what the label budget counts
+        # Pairs asked in the run (a skipped one too), not counting labels taken back: what the label budget counts.
+        self.n_asked = next_seq - n_retracted
+        self._retracted_earlier = n_retracted
         self.n_sent = 0  # labels recorded by this interface
+        self.n_retracted = 0  # answers taken back in this session (second answers too)
+        self.n_second = 0  # second answers recorded in this session
+        self.undo_limit, self.second_share = undo_limit, second_share
+        self.agreement = agreement if agreement is not None else Agreement()
+        self._history: dict[str, deque[Recorded]] = {}  # each labeller's answers they may take back, newest last
+        self._twice: dict[int, tuple[Recorded, Recorded]] = {}  # this session's pairs answered twice, by seq
+        self._retracted: set[int] = set()  # labels taken back in this session
+        self._again: list[tuple[Segment, Segment]] = []  # pairs to ask before any other, the next on top
         self.scorer, self.n_candidates = scorer, n_candidates
         self.schedule = schedule if schedule is not None else LabelSchedule(budget=None)
         # What the labeller can do, from the protocols it meets (drlhp.labelling.labellers), found once.
@@ -54,6 +109,8 @@ class PrefInterface:
         self.concurrent = self._pool is not None  # pairs on offer, answers as they come (not label(a, b))
         self._watcher = labeller if isinstance(labeller, ShowsEpisodes) else None
         self._timer = labeller if isinstance(labeller, TimesAnswers) else None
+        self._names = labeller if isinstance(labeller, NamesAnswerers) else None
+        self._seconder = labeller if isinstance(labeller, GivesSecondOpinions) else None
         self.segments: OrderedDict[int, Segment] = OrderedDict()
         # While a person thinks, clips keep arriving; they join the buffer after the answer, so a clip on screen is
         # never forgotten in the middle of its question. Older ones than the buffer holds would be evicted at once.
@@ -124,19 +181,40 @@ class PrefInterface:
                 break
             self.mark_asked(*pair)
             labeller.offer(*pair)
-        labeller.set_progress(self.next_seq, self.n_asked)
+        labeller.set_progress(self.run_labels, self.n_asked, self.agreement.rows())
         self.refresh_scores(2)
 
     def record_answers(self) -> None:
-        """Record the answers a concurrent labeller has collected (journal first), then let each browser go on."""
+        """Record the answers and take-backs a concurrent labeller has collected (journal first), then let each
+        browser go on."""
         labeller = self._pool
         if labeller is None:
             return
-        for answer in labeller.take_answers():
-            if answer.label is not None:
-                self.record(answer.a, answer.b, answer.label, f"web:{answer.labeller}", answer.seconds)
-            labeller.set_progress(self.next_seq, self.n_asked)
-            labeller.acknowledge(answer)
+        for event in labeller.take_answers():
+            if not isinstance(event, TakeBack):
+                self._record_web_answer(event)
+            else:
+                taken = event.answer
+                self.retract(_web_recorded(taken))
+                if taken.first is None:
+                    self.mark_asked(taken.a, taken.b)  # the pool hands the pair straight back to them
+            labeller.set_progress(self.run_labels, self.n_asked, self.agreement.rows())
+            labeller.acknowledge(event)
+
+    @property
+    def run_labels(self) -> int:
+        """The run's labels (a resumed run's earlier ones too), not counting those taken back."""
+        return self.next_seq - self._retracted_earlier - len(self._retracted)
+
+    def _record_web_answer(self, answer: Answer) -> None:
+        if answer.label is None:
+            return
+        name = f"web:{answer.labeller}"
+        if answer.first is None:
+            answer.seq = self.record(answer.a, answer.b, answer.label, name, answer.seconds).seq
+        elif answer.first.seq is not None:
+            answer.seq = answer.first.seq
+            self.record_second(_web_recorded(answer.first), name, answer.label, answer.seconds)
 
     def refresh_scores(self, limit: int) -> None:
         """Load a newer ensemble checkpoint if there is one; score up to ``limit`` clips with it (idle time's work)."""
@@ -150,6 +228,8 @@ class PrefInterface:
         Of ``n_candidates`` random pairs, the one the ensemble disagrees on most, once
         there is an ensemble checkpoint; until then, or with random selection, a random pair.
         """
+        if self._again:
+            return self._again.pop()
         candidates = self.candidate_pairs(self.n_candidates if self.scorer is not None else 1)
         if self.scorer is not None and candidates:
             self.scorer.poll()
@@ -175,19 +255,91 @@ class PrefInterface:
         return [(self.segments[a], self.segments[b]) for a, b in keys]
 
     def ask(self, a: Segment, b: Segment) -> float | None:
-        """Have the pair labelled, journal the label, send it on; returns the label (None: incomparable)."""
+        """Have the pair labelled, journal the label, send it on; returns the label (None: incomparable, or the
+        labeller took back its last answer instead)."""
         self.mark_asked(a, b)
         label = self.labeller.label(a, b)
+        if label is UNDO:
+            self._unmark_asked(a, b)
+            self._again.append((a, b))
+            try:
+                taken = self.retract_last(self._labeller_name())
+            except NothingToUndo as e:
+                log.warning("%s; the pair on screen is asked again", e)
+                return None
+            self._again.append((taken.a, taken.b))
+            return None
         if label is not None:
-            self.record(a, b, label, type(self.labeller).__name__, self._timer.last_seconds if self._timer else None)
+            first = self.record(a, b, label, self._labeller_name(), self._timer.last_seconds if self._timer else None)
+            self._maybe_second_opinion(first)
         return label
+
+    def _labeller_name(self) -> str:
+        return self._names.last_labeller if self._names is not None else type(self.labeller).__name__
+
+    def _maybe_second_opinion(self, first: Recorded) -> None:
+        if self._seconder is None or not self.second_share or self._rng.random() >= self.second_share:
+            return
+        opinion = self._seconder.second_opinion(first.a, first.b, first.labeller)
+        if opinion is not None and opinion[1] is not None:
+            self.record_second(first, opinion[0], opinion[1])
 
     def mark_asked(self, a: Segment, b: Segment) -> None:
         """The pair is being asked: never pick it again; it counts against the label budget."""
         self._asked.add(_key(a.seg_id, b.seg_id))
         self.n_asked += 1
 
-    def record(self, a: Segment, b: Segment, label: float, labeller: str, seconds: float | None = None) -> None:
+    def _unmark_asked(self, a: Segment, b: Segment) -> None:
+        """The pair's answer was taken back: it no longer counts against the budget, and may be asked again."""
+        self._asked.discard(_key(a.seg_id, b.seg_id))
+        self.n_asked -= 1
+
+    # -- taking back, second opinions --------------------------------------------------------
+    def retract_last(self, labeller: str) -> Recorded:
+        """Take back ``labeller``'s latest answer of this session (raises ``NothingToUndo`` if none is left)."""
+        history = self._history.get(labeller)
+        if not history:
+            raise NothingToUndo(f"{labeller} has no answer left to take back (the last {self.undo_limit} answers of "
+                                "this session can be)")
+        taken = history.pop()
+        self.retract(taken)
+        return taken
+
+    def retract(self, taken: Recorded) -> None:
+        """Journal and send the retraction of an answer: a first answer's label leaves the database (and the
+        budget); a second answer leaves the label to the first."""
+        if self.journal is not None:
+            self.journal.retract(taken.seq, taken.labeller, self.next_seq)
+        self._put(Retraction(taken.seq, taken.labeller))
+        self.n_retracted += 1
+        twice = self._twice.pop(taken.seq, None)
+        if twice is not None:
+            first, second = twice
+            self.agreement.remove(first.labeller, first.label, second.labeller, second.label)
+            if taken.second:
+                return
+        if not taken.second:
+            self._retracted.add(taken.seq)
+            self._unmark_asked(taken.a, taken.b)
+
+    def record_second(self, first: Recorded, labeller: str, label: float, seconds: float | None = None) -> None:
+        """Journal and send a second labeller's answer to the pair of ``first``; it counts towards agreement."""
+        if first.seq in self._retracted:
+            return  # the first answer was taken back meanwhile: there is no label to second
+        if self.journal is not None:
+            self.journal.second_answer(first.seq, labeller, label, seconds, self.next_seq)
+        self._put(SecondAnswer(first.seq, labeller, float(label), seconds))
+        second = Recorded(first.seq, first.a, first.b, labeller, float(label), second=True)
+        self._remember(second)
+        self._twice[first.seq] = (first, second)
+        self.agreement.add(first.labeller, first.label, labeller, float(label))
+        self.n_second += 1
+
+    def _remember(self, recorded: Recorded) -> None:
+        if self.undo_limit:
+            self._history.setdefault(recorded.labeller, deque(maxlen=self.undo_limit)).append(recorded)
+
+    def record(self, a: Segment, b: Segment, label: float, labeller: str, seconds: float | None = None) -> Recorded:
         """Journal a label (on disk before anything else happens), then send it and any new clip on."""
         new = [seg for seg in (a, b) if seg.seg_id not in self._sent]
         for seg in new:
@@ -202,6 +354,9 @@ class PrefInterface:
         for seg in (a, b):  # a clip that left the buffer while its pair was out with a labeller (web)
             if seg.seg_id not in self.segments and self._sent.pop(seg.seg_id, None) is not None:
                 self._put(ForgetSegment(seg.seg_id))
+        recorded = Recorded(seq, a, b, labeller, float(label))
+        self._remember(recorded)
+        return recorded
 
     def _put(self, record: LabelRecord) -> None:
         # Blocking: the trainer's receiver thread drains this queue continuously.
@@ -216,6 +371,12 @@ class PrefInterface:
             self.labeller.close()
             if self.journal is not None:
                 self.journal.close()
+
+
+def _web_recorded(answer: Answer) -> Recorded:
+    """A web answer the interface recorded (its ``seq`` set), as ``retract`` and ``record_second`` take it."""
+    assert answer.seq is not None and answer.label is not None
+    return Recorded(answer.seq, answer.a, answer.b, f"web:{answer.labeller}", answer.label, answer.first is not None)
 
 
 def _key(a: int, b: int) -> tuple[int, int]:

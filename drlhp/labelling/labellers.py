@@ -6,15 +6,20 @@ incomparable (nothing is recorded). What else a labeller can do is declared by t
 protocols below, and the preference interface asks a labeller only what its protocols
 say it does (``isinstance`` against them, once): ``ShowsEpisodes`` (shown whole episodes
 between questions, as a person in a window is), ``TimesAnswers`` (reports how long each
-answer took), ``ConcurrentLabeller`` (takes pairs on offer and answers as people do, the
-web page) and ``ServesPage`` (has an address to print). A labeller of your own needs only
-``Labeller``'s three members.
+answer took), ``NamesAnswerers`` (several people or teachers answer: says whose the last answer
+was), ``GivesSecondOpinions`` (can have a second of them answer a pair), ``ConcurrentLabeller``
+(takes pairs on offer and answers as people do, the web page) and ``ServesPage`` (has an address to
+print). A labeller of your own needs only ``Labeller``'s three members; its ``label`` may also
+return ``UNDO`` to take back its last answer.
 """
 from __future__ import annotations
 
+import itertools
 import math
 import random
+from collections.abc import Mapping
 from dataclasses import dataclass
+from enum import Enum
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
@@ -23,7 +28,18 @@ from drlhp.clips.segments import Segment
 from drlhp.errors import ConfigError
 
 if TYPE_CHECKING:
-    from drlhp.labelling.web.pool import Answer
+    from drlhp.labelling.web.pool import Event
+
+
+class Undo(Enum):
+    """What ``Labeller.label`` returns to take back the labeller's last answer instead of answering this pair."""
+
+    UNDO = "undo"
+
+
+#: Returned by ``label(a, b)``: "take back my last answer". The interface retracts it (the label leaves the
+#: database, the budget gets it back) and asks that pair again, then the pair that was on screen.
+UNDO = Undo.UNDO
 
 
 @runtime_checkable
@@ -37,9 +53,10 @@ class Labeller(Protocol):
 
     pairs_per_segment: float | None
 
-    def label(self, a: Segment, b: Segment) -> float | None:
+    def label(self, a: Segment, b: Segment) -> float | Undo | None:
         """The label of one pair: 1.0 if clip ``a`` is better, 0.0 if ``b`` is, 0.5 if they are
-        equally good, or None when they cannot be compared (not stored; it still counts as asked)."""
+        equally good, or None when they cannot be compared (not stored; it still counts as asked);
+        or ``UNDO`` to take back this labeller's last answer (the pair is asked again later)."""
         ...
 
     def close(self) -> None:
@@ -64,6 +81,22 @@ class TimesAnswers(Protocol):
 
 
 @runtime_checkable
+class NamesAnswerers(Protocol):
+    """A labeller behind which several people (or simulated teachers) answer: it says whose the last answer was."""
+
+    last_labeller: str  # recorded with the label, e.g. "synthetic:careful"
+
+
+@runtime_checkable
+class GivesSecondOpinions(Protocol):
+    """A labeller that can have a second person answer a pair someone else answered (``second_opinion_share``)."""
+
+    def second_opinion(self, a: Segment, b: Segment, first_labeller: str) -> tuple[str, float | None] | None:
+        """(who, their label) from someone other than ``first_labeller``, or None if there is nobody else."""
+        ...
+
+
+@runtime_checkable
 class ConcurrentLabeller(Labeller, Protocol):
     """A labeller many people work through at once (the web page): instead of ``label(a, b)`` it takes pairs on
     offer and gives answers as they come; the interface acknowledges each once it is journaled."""
@@ -76,16 +109,16 @@ class ConcurrentLabeller(Labeller, Protocol):
         """Whether it would take another pair on offer now."""
         ...
 
-    def take_answers(self) -> list[Answer]:
-        """The answers given since the last call (a skipped pair's label is None)."""
+    def take_answers(self) -> list[Event]:
+        """The answers (a skipped pair's label is None) and take-backs given since the last call, oldest first."""
         ...
 
-    def set_progress(self, run_labels: int, asked: int) -> None:
-        """The run's labels so far and pairs asked, to show the people labelling."""
+    def set_progress(self, run_labels: int, asked: int, agreement: list | None = None) -> None:
+        """The run's labels so far, pairs asked and agreement rows (``Agreement.rows()``), to show people."""
         ...
 
-    def acknowledge(self, answer: Answer) -> None:
-        """``answer`` is journaled: its sender may be told it is safe."""
+    def acknowledge(self, event: Event) -> None:
+        """``event`` is journaled: its sender may be told it is safe."""
         ...
 
 
@@ -94,6 +127,11 @@ class ServesPage(Protocol):
     """A labeller people reach at an address (the web page); the run prints it and offers it as ``labelling_url``."""
 
     url: str  # the page's address, its token included
+    owner_url: str  # the run owner's page (who labels, agreement), its own token included
+
+
+#: Who a synthetic label is recorded as given by (one teacher); several teachers: ``synthetic:<name>``.
+SYNTHETIC_LABELLER = "SyntheticLabeller"
 
 
 @dataclass(frozen=True)
@@ -151,18 +189,38 @@ class SyntheticTeacher:
 
 
 class SyntheticLabeller:
-    """Labels pairs from the env's true rewards, the way ``teacher`` would (default: perfectly)."""
+    """Labels pairs from the env's true rewards, the way ``teacher`` would (default: perfectly).
+
+    ``teachers`` (name -> teacher) models several people instead: they answer pairs in turn, each label
+    recorded as ``synthetic:<name>``, and ``second_opinion`` has another of them answer a pair too.
+    """
 
     def __init__(self, pairs_per_segment: float = 1.0, teacher: SyntheticTeacher = SyntheticTeacher(),
-                 seed: int | None = None) -> None:
+                 seed: int | None = None, teachers: Mapping[str, SyntheticTeacher] | None = None) -> None:
         if pairs_per_segment <= 0:
             raise ConfigError(f"pairs_per_segment must be > 0, got {pairs_per_segment}")
+        if teachers is not None and not teachers:
+            raise ConfigError("teachers must name at least one SyntheticTeacher (or pass None for one teacher)")
         self.pairs_per_segment: float | None = pairs_per_segment
         self.teacher = teacher
+        self.teachers = {f"synthetic:{name}": t for name, t in teachers.items()} if teachers else None
+        self._turns = itertools.cycle(self.teachers or ())
+        self.last_labeller = SYNTHETIC_LABELLER
         self._rng = random.Random(seed)
 
     def label(self, a: Segment, b: Segment) -> float | None:
-        return self.teacher.answer(a.rewards, b.rewards, self._rng)
+        teacher = self.teacher
+        if self.teachers is not None:
+            self.last_labeller = next(self._turns)
+            teacher = self.teachers[self.last_labeller]
+        return teacher.answer(a.rewards, b.rewards, self._rng)
+
+    def second_opinion(self, a: Segment, b: Segment, first_labeller: str) -> tuple[str, float | None] | None:
+        others = [name for name in self.teachers or () if name != first_labeller]
+        if not others:
+            return None
+        name = self._rng.choice(others)
+        return name, self.teachers[name].answer(a.rewards, b.rewards, self._rng)  # type: ignore[index]
 
     def close(self) -> None:
         pass

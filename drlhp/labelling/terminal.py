@@ -13,17 +13,24 @@ import select
 
 from drlhp.errors import InvalidAnswer  # noqa: F401  (importable from here, as before)
 from drlhp.labelling.answers import LABELS, TYPED, Choice, parse_typed
+from drlhp.labelling.labellers import UNDO, Undo
 
 #: What a person types, and the label it means (P(left clip is better)): from the one map in answers.py.
 ANSWERS = {word: LABELS[answer] for word, answer in TYPED.items() if answer is not Choice.SKIP}
 INCOMPARABLE = LABELS[Choice.SKIP]
 #: The terminal asked in unless another is named (``PreferenceConfig.human_terminal``): the controlling one.
 CONTROLLING_TERMINAL = "/dev/tty"
-HELP = "Type L (left is better), R (right is better), E (equally good), or just Enter if they can't be compared."
+HELP = ("Type L (left is better), R (right is better), E (equally good), U (take back your last answer), "
+        "or just Enter if they can't be compared.")
+#: What may be typed (any case) to take back the last answer.
+UNDO_WORDS = frozenset({"u", "undo"})
 
 
-def parse_answer(text: str) -> float | None:
-    """1.0, 0.0 or 0.5 for L / R / E (any case), None for an empty answer; raises InvalidAnswer otherwise."""
+def parse_answer(text: str) -> float | Undo | None:
+    """1.0, 0.0 or 0.5 for L / R / E (any case), None for an empty answer, ``UNDO`` for U / undo; raises
+    InvalidAnswer otherwise."""
+    if text.strip().lower() in UNDO_WORDS:
+        return UNDO
     return parse_typed(text).label
 
 

@@ -36,7 +36,7 @@ def run_pref_interface(config: InterfaceConfig, channel: SegmentChannel, pref_qu
         process = InterfaceProcess(config, channel, pref_queue, start, stop, stats)
         if url_queue is not None:
             labeller = process.interface.labeller
-            url_queue.put(labeller.url if isinstance(labeller, ServesPage) else None)
+            url_queue.put((labeller.url, labeller.owner_url) if isinstance(labeller, ServesPage) else None)
         process.run()
     finally:
         pref_queue.put(None)  # the end marker: the trainer stops waiting for labels
@@ -59,16 +59,19 @@ class InterfaceProcess:
                  stop: StopFlag, stats: SharedStats) -> None:
         self.channel, self.stop, self.stats = channel, stop, stats
         self.first_seg_id = start.first_seg_id
+        self._n_second_published = self._n_retracted_published = -1  # agreement rows are written when they change
         scorer = None
         if config.selection_ckpt is not None:
             set_up_torch(1)  # the interface's core is shared with the env process
             scorer = DisagreementScorer(config.selection_ckpt)
         journal = None
         if config.journal_log_dir is not None:
-            journal = JournalWriter(config.journal_log_dir, lambda: stats.labels_in_snapshot.value)
+            journal = JournalWriter(config.journal_log_dir, lambda: stats.labels_in_snapshot.value,
+                                    config.instructions)
         self.interface = PrefInterface(self._make_labeller(config), pref_queue, config.max_segs, config.seed, journal,
-                                       start.next_seq, scorer, config.n_candidate_pairs, config.schedule)
-        stats.labels_asked.value = self.interface.n_asked
+                                       start.next_seq, scorer, config.n_candidate_pairs, config.schedule,
+                                       config.undo_limit, config.second_share, start.n_retracted, start.agreement)
+        self._publish()
 
     def _make_labeller(self, config: InterfaceConfig) -> Labeller:
         if config.labeller is not None:
@@ -81,7 +84,7 @@ class InterfaceProcess:
             from drlhp.labelling.human import HumanLabeller
 
             return HumanLabeller(config.human, self.stop, idle=self.idle)
-        return SyntheticLabeller(config.pairs_per_segment, config.teacher, config.seed)
+        return SyntheticLabeller(config.pairs_per_segment, config.teacher, config.seed, config.teachers)
 
     def receive(self, timeout: float) -> None:
         """Move every clip waiting on the channel into the interface (waiting up to ``timeout`` s for the first)."""
@@ -107,7 +110,16 @@ class InterfaceProcess:
                 else:
                     self.receive(0.0 if interface.may_ask(stats.env_steps.value) else IDLE_WAIT_S)
                 interface.step(stats.env_steps.value)
-                stats.labels_asked.value, stats.labels_sent.value = interface.n_asked, interface.n_sent
+                self._publish()
         finally:
             interface.close()
-            stats.labels_asked.value, stats.labels_sent.value = interface.n_asked, interface.n_sent
+            self._publish()
+
+    def _publish(self) -> None:
+        """The interface's counters, for ``stats()``."""
+        interface, stats = self.interface, self.stats
+        stats.labels_asked.value, stats.labels_sent.value = interface.n_asked, interface.n_sent
+        stats.labels_retracted.value = interface.n_retracted
+        if interface.n_second != self._n_second_published or interface.n_retracted != self._n_retracted_published:
+            self._n_second_published, self._n_retracted_published = interface.n_second, interface.n_retracted
+            stats.agreement.write(interface.agreement.rows())

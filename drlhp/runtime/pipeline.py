@@ -12,6 +12,7 @@ the whole: docs/architecture.md.
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Sequence
 
@@ -59,6 +60,7 @@ class PreferencePipeline:
             require_images(frame_spec, "Labelling in a browser")
             web = web_config(config, frame_spec)
         self.labelling_url: str | None = None  # the labelling page's address, token included (labelling="web")
+        self.labelling_owner_url: str | None = None  # the run owner's page (who labels, agreement), its own token
         self._ckpt_path = LogDir(config.log_dir).checkpoint
         # A checkpoint already in log_dir is from an earlier run: only load ones this run writes
         # (or, resuming, the run's own).
@@ -94,6 +96,7 @@ class PreferencePipeline:
         ready = self._workers.start(trainer_config(c, self.frame_spec, pretrained_ckpt), interface, self.frame_spec,
                                     n_slots)
         self._channel, self.labelling_url = self._workers.channel, self._workers.labelling_url
+        self.labelling_owner_url = self._workers.labelling_owner_url
         if c.resume:
             log.info("resumed the run in %s: %d labels (%d training, %d validation), reward network at step %d",
                      c.log_dir, ready.n_labels, ready.n_train, ready.n_val, ready.training_step)
@@ -222,6 +225,8 @@ class PreferencePipeline:
     def stats(self) -> PipelineStats:
         """Counters: clips sent/dropped, labels, preferences received, reward-training steps."""
         shared = self._stats.as_dict()
+        agreement = shared.pop("agreement")
+        n_twice = sum(row[2] for row in agreement)
         budget = self.config.label_budget
         return PipelineStats(
             n_envs=self.n_envs,
@@ -229,7 +234,10 @@ class PreferencePipeline:
             segments_dropped=self._channel.n_dropped if self._channel is not None else 0,
             tail_frames_dropped=self._clips.n_tail_frames_dropped if self._clips is not None else 0,
             predictor_training_step=self._predictor.training_step if self._predictor else None,
-            label_budget=budget, labels_remaining=labels_remaining(budget, shared["labels_asked"]), **shared)
+            label_budget=budget, labels_remaining=labels_remaining(budget, shared["labels_asked"]),
+            pairs_answered_twice=n_twice,
+            label_agreement=sum(row[3] for row in agreement) / n_twice if n_twice else math.nan,
+            agreement=tuple(agreement), **shared)
 
     # -- lifecycle -------------------------------------------------------------------
     @property

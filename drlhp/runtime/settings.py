@@ -8,6 +8,7 @@ share has no default there, so a setting reaches its engine from one place or fa
 from __future__ import annotations
 
 import secrets
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -62,6 +63,10 @@ class InterfaceConfig:
     schedule: LabelSchedule
     selection_ckpt: str | None  # pick pairs by the disagreement of this checkpoint's ensemble (None: random)
     n_candidate_pairs: int
+    teachers: Mapping[str, SyntheticTeacher] | None  # several simulated people instead of ``teacher``
+    instructions: str | None  # the task in words, journaled with the labels
+    undo_limit: int
+    second_share: float
 
 
 def net_config(config: PreferenceConfig, frame_spec: FrameSpec) -> NetConfig:
@@ -87,7 +92,8 @@ def label_store_config(config: PreferenceConfig, frame_spec: FrameSpec) -> Label
         log_dir=config.log_dir, prefs_dir=config.prefs_dir, resume=config.resume, max_labels=config.max_prefs_in_db,
         val_fraction=config.val_fraction, collecting=config.collect_prefs,
         journaling=config.collect_prefs and config.autosave_prefs, snapshot_interval=config.prefs_autosave_interval,
-        frame_spec=frame_spec, clip_length=config.segment_length if config.collect_prefs else None)
+        frame_spec=frame_spec, clip_length=config.segment_length if config.collect_prefs else None,
+        instructions=config.labelling_instructions)
 
 
 def trainer_config(config: PreferenceConfig, frame_spec: FrameSpec, pretrained_ckpt: str | None) -> TrainerConfig:
@@ -109,19 +115,24 @@ def interface_config(config: PreferenceConfig, human: HumanConfig | None, web: W
         pairs_per_segment=config.synthetic_prefs_per_segment, teacher=config.synthetic_teacher, human=human, web=web,
         journal_log_dir=config.log_dir if config.autosave_prefs else None, schedule=config.schedule,
         selection_ckpt=selection_ckpt if config.pair_selection == "disagreement" else None,
-        n_candidate_pairs=config.n_candidate_pairs)
+        n_candidate_pairs=config.n_candidate_pairs, teachers=config.synthetic_teachers,
+        instructions=config.labelling_instructions, undo_limit=config.undo_limit,
+        second_share=config.second_opinion_share)
 
 
 def human_config(config: PreferenceConfig, frame_spec: FrameSpec) -> HumanConfig:
     """How a person is shown the clips of a run with ``config`` (``check_can_ask`` says whether they can be)."""
     return HumanConfig(frame_spec, zoom=config.display_zoom, fps=config.display_fps, terminal=config.human_terminal,
-                       log_path=LogDir(config.log_dir).human_labels)
+                       log_path=LogDir(config.log_dir).human_labels, instructions=config.labelling_instructions,
+                       undo_limit=config.undo_limit)
 
 
 def web_config(config: PreferenceConfig, frame_spec: FrameSpec) -> WebConfig:
     """Where and how the page of a run with ``config`` shows clips, with a new random token for this run."""
     from drlhp.labelling.web.labeller import WebConfig
 
-    return WebConfig(frame_spec, token=secrets.token_urlsafe(24), host=config.web_host, port=config.web_port,
-                     zoom=config.display_zoom, fps=config.display_fps, pair_timeout=config.web_pair_timeout,
-                     budget=config.label_budget, log_path=LogDir(config.log_dir).human_labels)
+    return WebConfig(frame_spec, token=secrets.token_urlsafe(24), owner_token=secrets.token_urlsafe(24),
+                     host=config.web_host, port=config.web_port, zoom=config.display_zoom, fps=config.display_fps,
+                     pair_timeout=config.web_pair_timeout, budget=config.label_budget,
+                     log_path=LogDir(config.log_dir).human_labels, instructions=config.labelling_instructions,
+                     undo_limit=config.undo_limit, second_share=config.second_opinion_share, seed=config.seed)

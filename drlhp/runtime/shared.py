@@ -1,6 +1,7 @@
 """What the processes share without a lock: a stop flag, and the counters ``stats()`` reads."""
 from __future__ import annotations
 
+import json
 import time
 
 
@@ -44,6 +45,42 @@ class SharedStats:
         self.training_steps = ctx.RawValue("q", 0)
         self.db_bytes = ctx.RawValue("q", 0)  # clip data the trainer's database holds in memory
         self.labels_in_snapshot = ctx.RawValue("q", 0)  # the run's labels in log_dir's train/val files
+        self.labels_retracted = ctx.RawValue("q", 0)  # answers taken back in this session
+        self.agreement = SharedRows(ctx)  # the interface's ``Agreement.rows()``
 
     def as_dict(self) -> dict:
-        return {k: v.value for k, v in vars(self).items()}
+        counters = {k: v.value for k, v in vars(self).items() if k != "agreement"}
+        return {**counters, "agreement": [tuple(row) for row in self.agreement.read()]}
+
+
+class SharedRows:
+    """A small JSON value one process writes and others read without a lock (e.g. agreement rows for ``stats()``).
+
+    A seqlock: the writer makes the version odd, writes, makes it even; a reader retries while the version is odd
+    or changed under it. Values past ``size`` bytes are cut to an empty list (agreement rows of a few dozen
+    labeller pairs fit).
+    """
+
+    def __init__(self, ctx, size: int = 16384) -> None:
+        self._version = ctx.RawValue("q", 0)
+        self._length = ctx.RawValue("q", 2)
+        self._data = ctx.RawArray("c", size)
+        self._data[:2] = b"[]"
+
+    def write(self, rows: list) -> None:
+        data = json.dumps(rows).encode()
+        if len(data) > len(self._data):
+            data = b"[]"
+        self._version.value += 1
+        self._data[:len(data)] = data
+        self._length.value = len(data)
+        self._version.value += 1
+
+    def read(self) -> list:
+        while True:
+            version = self._version.value
+            if version % 2 == 0:
+                data = self._data[:self._length.value]
+                if self._version.value == version:
+                    return json.loads(data)
+            time.sleep(0.0001)

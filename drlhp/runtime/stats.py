@@ -36,6 +36,10 @@ class PipelineStats(Mapping[str, Any]):
         labels_in_snapshot: the run's labels in log_dir's train/val snapshot files.
         label_budget: ``PreferenceConfig.label_budget`` (None: no limit, or not known here).
         labels_remaining: labels the budget still allows (None: no limit, or not known here).
+        labels_retracted: answers labellers took back in this session (``undo_limit``).
+        pairs_answered_twice: pairs two labellers answered, in the run (``second_opinion_share``).
+        label_agreement: the share of those pairs both labellers gave the same answer (nan: none yet).
+        agreement: per labeller pair, ``(a, b, pairs answered by both, same answer, share)``.
         clips_cut: a Ray runner's clips cut (None elsewhere).
         clips_over_share: a Ray runner's clips over its share of the clip rate (None elsewhere).
         clips_dropped_backlog: a Ray runner's clips dropped as its service was behind (None elsewhere).
@@ -59,6 +63,10 @@ class PipelineStats(Mapping[str, Any]):
     labels_in_snapshot: int | None = None
     label_budget: int | None = None
     labels_remaining: int | None = None
+    labels_retracted: int | None = None
+    pairs_answered_twice: int | None = None
+    label_agreement: float | None = None
+    agreement: tuple[tuple[str, str, int, int, float], ...] | None = None
     # A Ray runner's own.
     clips_cut: int | None = None
     clips_over_share: int | None = None

@@ -58,6 +58,7 @@ class Workers:
         self.stats = SharedStats(self.ctx)
         self.channel: SegmentChannel | None = None  # clips to the interface (collecting only)
         self.labelling_url: str | None = None  # the labelling page's address, token included (labelling="web")
+        self.labelling_owner_url: str | None = None  # the run owner's page: who labels, their pace, agreement
         self.closed = True  # until the processes exist, close() has nothing to stop
         self.started = False
         self._procs: dict[str, multiprocessing.process.BaseProcess] = {}
@@ -92,8 +93,10 @@ class Workers:
             # so a busy log_dir or a bad file fails here, with its own message.
             ready = self.await_reply(TrainerReady, timeout=120.0)
             if web:  # and until the page is served (a port in use fails here)
-                self.labelling_url = self._await_queue(self._url_queue, INTERFACE, timeout=60.0)
-                print(f"drlhp: label at {self.labelling_url}", file=sys.stderr, flush=True)
+                self.labelling_url, self.labelling_owner_url = self._await_queue(self._url_queue, INTERFACE,
+                                                                                 timeout=60.0)
+                print(f"drlhp: label at {self.labelling_url}\ndrlhp: the run owner's page (who labels, agreement; "
+                      f"keep it to yourself) at {self.labelling_owner_url}", file=sys.stderr, flush=True)
         except BaseException:
             with contextlib.suppress(WorkerError):  # the error being raised says what went wrong
                 self.close()

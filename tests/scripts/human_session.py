@@ -17,6 +17,9 @@ SETTINGS = dict(synthetic_preferences=False, collect_prefs=True, train_reward=Fa
 # A checkpoint whose ensemble picks the pairs (benchmarks/human_labelling_rate.py --disagreement).
 if os.environ.get("DRLHP_SESSION_CHECKPOINT"):
     SETTINGS["pretrained_reward_predictor_dir"] = os.environ["DRLHP_SESSION_CHECKPOINT"]
+# The task in words, shown above every question.
+if os.environ.get("DRLHP_SESSION_TASK"):
+    SETTINGS["labelling_instructions"] = os.environ["DRLHP_SESSION_TASK"]
 
 
 class Bars(gymnasium.ObservationWrapper):

@@ -1,6 +1,7 @@
 // The labelling page: shows the pair the server hands this labeller, loops both clips in
 // sync, and sends the answer (keys L / R / E / S or the buttons). The server replies once
-// the label is on disk, with the next pair.
+// the label is on disk, with the next pair. U (or its button) takes back your latest answer
+// and shows that pair again.
 "use strict";
 
 const params = new URLSearchParams(location.search);
@@ -15,6 +16,7 @@ let current = null;   // {pair, left, right: Image, frames, cols, w, h, zoom, fp
 let settings = null;  // {w, h, zoom, fps}: how the server says to show frames
 let episode = null;   // {id, img, frames, cols}
 let sending = false;
+let undoable = null;  // the pair id of my latest answer I may take back (the server says which)
 
 async function api(path, body) {
   const init = {cache: "no-store", headers: {"X-Drlhp-Token": token}};
@@ -38,9 +40,15 @@ function loadImage(src) {
 }
 
 function showCounts(r) {
-  let text = `Your labels: ${r.mine} · the run's labels: ${r.total}`;
+  let text = `Your labels: ${r.mine}`;
+  if (r.pace !== null) text += ` (${r.pace.toFixed(1)} s each)`;
+  text += ` · the run's labels: ${r.total}`;
   if (r.remaining !== null) text += ` · left in the label budget: ${r.remaining}`;
   $("counts").textContent = text;
+  $("task").hidden = !r.instructions;
+  $("task-text").textContent = r.instructions || "";
+  undoable = r.undo;
+  $("undo").disabled = undoable === null;
 }
 
 function drawFrame(canvas, img, i, cols, w, h, zoom) {
@@ -83,7 +91,8 @@ async function show(r) {
   const [left, right] = await Promise.all([loadImage(`/clip/${r.left}.png`), loadImage(`/clip/${r.right}.png`)]);
   current = {...r, left, right, t0: performance.now()};
   $("pair").hidden = $("buttons").hidden = $("frame").hidden = false;
-  $("status").textContent = `Pair ${r.pair}: which clip shows the better behaviour?`;
+  $("status").textContent = (r.undone !== undefined ? `Took back your answer: answer pair ${r.pair} again. ` : "")
+    + `Pair ${r.pair}: which clip shows the better behaviour?` + (r.second ? " (a second opinion)" : "");
 }
 
 async function nextPair() {
@@ -95,19 +104,27 @@ async function nextPair() {
   }
 }
 
-async function answer(label) {
-  if (!current || sending) return;
+async function send(path, body, failure) {
+  if (sending) return;
   sending = true;
   document.querySelectorAll("nav button").forEach((b) => { b.disabled = true; });
-  const pair = current.pair;
   try {
-    await show(await api("/api/answer", {pair, label, name}));
+    await show(await api(path, body));
   } catch (e) {
-    $("status").textContent = `Your answer was not saved (${e.message}). Answer again.`;
+    $("status").textContent = `${failure} (${e.message}).`;
   } finally {
     sending = false;
-    document.querySelectorAll("nav button").forEach((b) => { b.disabled = false; });
+    document.querySelectorAll("nav button[data-label]").forEach((b) => { b.disabled = false; });
+    $("undo").disabled = undoable === null;
   }
+}
+
+function answer(label) {
+  if (current) send("/api/answer", {pair: current.pair, label, name}, "Your answer was not saved. Answer again");
+}
+
+function undo() {
+  if (undoable !== null) send("/api/undo", {pair: undoable, name}, "Nothing was taken back");
 }
 
 async function watchEpisodes() {
@@ -125,13 +142,19 @@ async function watchEpisodes() {
 
 document.addEventListener("keydown", (event) => {
   if (event.target.tagName === "INPUT" || event.ctrlKey || event.metaKey || event.altKey) return;
-  const label = {l: "L", r: "R", e: "E", s: "skip"}[event.key.toLowerCase()];
+  const key = event.key.toLowerCase();
+  const label = {l: "L", r: "R", e: "E", s: "skip"}[key];
   if (label) {
     event.preventDefault();
     answer(label);
+  } else if (key === "u") {
+    event.preventDefault();
+    undo();
   }
 });
-document.querySelectorAll("nav button").forEach((b) => b.addEventListener("click", () => answer(b.dataset.label)));
+document.querySelectorAll("nav button[data-label]").forEach(
+  (b) => b.addEventListener("click", () => answer(b.dataset.label)));
+$("undo").addEventListener("click", undo);
 
 function start() {
   $("who").hidden = true;

@@ -1,0 +1,148 @@
+"""Taking answers back and asking second labellers, in the preference interface alone (no process): what is
+journaled and sent, what the budget counts, and the agreement two simulated teachers reach."""
+from __future__ import annotations
+
+import queue
+
+import numpy as np
+import pytest
+
+from drlhp.clips.segments import Segment
+from drlhp.errors import ConfigError, NothingToUndo
+from drlhp.labelling.interface import PrefInterface
+from drlhp.labelling.labellers import UNDO, SyntheticLabeller, SyntheticTeacher
+from drlhp.labels.journal import JournalWriter
+from drlhp.labels.pref_db import PrefBuffer
+from drlhp.labels.stream import Preference, Retraction, SecondAnswer
+
+
+def seg(i: int, ret: float) -> Segment:
+    return Segment(i, np.full((2, 3, 3), i % 256, np.uint8), np.array([ret / 2, ret / 2]))
+
+
+class Scripted:
+    """A person at the terminal, as the interface sees them: answers from a list, UNDO included."""
+
+    pairs_per_segment = None
+
+    def __init__(self, answers):
+        self.answers, self.shown = list(answers), []
+
+    def label(self, a, b):
+        self.shown.append((a.seg_id, b.seg_id))
+        return self.answers.pop(0)
+
+    def close(self):
+        pass
+
+
+def labels_in(buffer: PrefBuffer) -> dict[int, tuple[int, int, float]]:
+    """seq -> (clip a, clip b, label) of every label a buffer holds."""
+    return {seq: pref for db in (buffer.train_db, buffer.val_db) for seq, pref in zip(db.seqs, db.prefs)}
+
+
+def test_l_r_undo_e_leaves_l_and_e_and_asks_the_taken_back_pair_again_then_the_one_on_screen(tmp_path):
+    out = queue.Queue()
+    person = Scripted([1.0, 0.0, UNDO, 0.5, 1.0])
+    iface = PrefInterface(person, out, max_segs=10, seed=0, journal=JournalWriter(str(tmp_path), lambda: 0),
+                          undo_limit=10)
+    for i in range(6):
+        iface.add_segment(seg(i, i))
+    for _ in range(5):
+        iface.step(env_steps=0)
+    first, second, on_screen, again, after = person.shown
+    assert again == second and after == on_screen  # the taken-back pair, then the one on screen when U came
+    records = [r for r in out.queue if isinstance(r, (Preference, Retraction))]
+    assert [(type(r).__name__, r.seq) for r in records] == [
+        ("Preference", 0), ("Preference", 1), ("Retraction", 1), ("Preference", 2), ("Preference", 3)]
+    assert records[2].labeller == "Scripted" and records[3].label == 0.5
+    assert (iface.n_asked, iface.next_seq, iface.n_retracted) == (3, 4, 1)  # the budget got the label back
+    iface.close()
+    buffer = PrefBuffer.load(str(tmp_path), 100, 0.2)  # what a resumed run reads: the journal, replayed
+    assert labels_in(buffer) == {0: (*first, 1.0), 2: (*second, 0.5), 3: (*on_screen, 1.0)}
+    assert buffer.retracted == {1}
+
+
+def test_undo_goes_back_to_the_limit_and_no_further():
+    iface = PrefInterface(SyntheticLabeller(), queue.Queue(), max_segs=20, seed=0, undo_limit=2)
+    for i in range(8):
+        iface.add_segment(seg(i, i))
+    asked = [iface.pick_pair() for _ in range(3)]
+    for a, b in asked:
+        iface.ask(a, b)
+    name = "SyntheticLabeller"
+    assert [iface.retract_last(name).seq for _ in range(2)] == [2, 1]  # newest first
+    with pytest.raises(NothingToUndo, match="no answer left to take back"):
+        iface.retract_last(name)
+    with pytest.raises(NothingToUndo):
+        iface.retract_last("someone else")  # nobody takes back another labeller's answers
+    assert iface.n_asked == 1
+    unasked = set(iface.candidate_pairs(100))
+    assert {frozenset((a.seg_id, b.seg_id)) for a, b in asked[1:]} <= {
+        frozenset((a.seg_id, b.seg_id)) for a, b in unasked}  # the pairs taken back may be asked again
+
+
+def test_an_undo_with_nothing_to_take_back_asks_the_pair_on_screen_again_and_loses_nothing():
+    person = Scripted([UNDO, 1.0])
+    iface = PrefInterface(person, queue.Queue(), max_segs=10, seed=0, undo_limit=10)
+    for i in range(4):
+        iface.add_segment(seg(i, i))
+    iface.step(0)
+    iface.step(0)
+    assert person.shown[0] == person.shown[1] and (iface.n_asked, iface.next_seq) == (1, 1)
+
+
+def test_two_teachers_agree_as_often_as_their_mistake_rates_say():
+    """Teacher A never errs, B gives the wrong answer to a strict preference 30 % of the time: on pairs of unequal
+    returns they agree 70 % of the time, on ties always."""
+    out = queue.Queue()
+    teachers = {"careful": SyntheticTeacher(), "hasty": SyntheticTeacher(mistake_rate=0.3)}
+    labeller = SyntheticLabeller(teachers=teachers, seed=1)
+    iface = PrefInterface(labeller, out, max_segs=100, seed=0, second_share=1.0)
+    rng = np.random.default_rng(0)
+    for i in range(100):
+        iface.add_segment(seg(i, float(rng.integers(0, 4))))  # returns 0-3: a quarter of the pairs tie
+    for _ in range(2000):
+        iface.ask(*iface.pick_pair())
+    seconds = [r for r in out.queue if isinstance(r, SecondAnswer)]
+    firsts = {r.seq: r for r in out.queue if isinstance(r, Preference)}
+    assert len(seconds) == len(firsts) == 2000
+    assert {r.labeller for r in seconds} | {r.labeller for r in firsts.values()} == {"synthetic:careful",
+                                                                                     "synthetic:hasty"}
+    assert all(firsts[r.seq].labeller != r.labeller for r in seconds)  # a second opinion is someone else's
+    returns = {s.seg_id: s.rewards.sum() for s in iface.segments.values()}
+    ties = np.mean([returns[f.seg_id_a] == returns[f.seg_id_b] for f in firsts.values()])
+    implied = ties + (1 - ties) * 0.7
+    (a, b, n, same, rate), = iface.agreement.rows()
+    assert (a, b, n) == ("synthetic:careful", "synthetic:hasty", 2000)
+    assert rate == pytest.approx(implied, abs=0.03), (rate, implied)
+
+
+def test_taking_back_a_second_answer_leaves_the_first_and_the_agreement_without_it():
+    out = queue.Queue()
+    labeller = SyntheticLabeller(teachers={"a": SyntheticTeacher(), "b": SyntheticTeacher()}, seed=0)
+    iface = PrefInterface(labeller, out, max_segs=10, seed=0, second_share=1.0, undo_limit=5)
+    for i in range(4):
+        iface.add_segment(seg(i, i))
+    iface.ask(*iface.pick_pair())
+    second = next(r for r in out.queue if isinstance(r, SecondAnswer))
+    assert iface.agreement.n_pairs == 1
+    iface.retract_last(second.labeller)
+    assert iface.agreement.n_pairs == 0 and iface.n_asked == 1  # the label stands: only its second answer went
+    assert out.queue[-1] == Retraction(second.seq, second.labeller)
+
+
+def test_second_opinions_need_someone_to_give_them():
+    from drlhp.config import PreferenceConfig
+
+    with pytest.raises(ConfigError, match="second_opinion_share asks a second labeller"):
+        PreferenceConfig(second_opinion_share=0.5)
+    with pytest.raises(ConfigError, match="second_opinion_share must be in"):
+        PreferenceConfig(second_opinion_share=1.5)
+    with pytest.raises(ConfigError, match="synthetic_teachers must map names"):
+        PreferenceConfig(synthetic_teachers={"a": 0.1})
+    with pytest.raises(ConfigError, match="undo_limit"):
+        PreferenceConfig(undo_limit=-1)
+    with pytest.raises(ConfigError, match="labelling_instructions"):
+        PreferenceConfig(labelling_instructions="  ")
+    PreferenceConfig(second_opinion_share=0.5, synthetic_teachers={"a": SyntheticTeacher(), "b": SyntheticTeacher()})

@@ -15,13 +15,13 @@ from drlhp.errors import (
     DrlhpError,
     FileFormatError,
     InvalidAnswer,
-    NothingToUndo,
     LogDirHasLabelsError,
     LogDirInUseError,
     MissingExtraError,
     MissingFileError,
     NoDisplayError,
     NoLabelsError,
+    NothingToUndo,
     ObservationError,
     PrefDBFormatError,
     UnknownSettingError,
@@ -52,5 +52,6 @@ __all__ = [
     # the errors (drlhp.errors), DrlhpError the root of them all
     "DrlhpError", "ConfigError", "UnknownSettingError", "MissingExtraError", "NoDisplayError", "ObservationError",
     "UsageError", "MissingFileError", "NoLabelsError", "FileFormatError", "PrefDBFormatError",
-    "CheckpointFormatError", "WorkerError", "LogDirInUseError", "LogDirHasLabelsError", "InvalidAnswer", "NothingToUndo",
+    "CheckpointFormatError", "WorkerError", "LogDirInUseError", "LogDirHasLabelsError", "InvalidAnswer",
+    "NothingToUndo",
 ]

@@ -12,8 +12,8 @@ import dataclasses
 import logging
 import multiprocessing
 import os
-from dataclasses import dataclass
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Callable, Literal, get_args
 
 import numpy as np

@@ -36,9 +36,9 @@ from drlhp.labelling.labellers import (
 )
 from drlhp.labelling.pair_selection import DisagreementScorer
 from drlhp.labelling.schedule import LabelSchedule
+from drlhp.labelling.web.pool import Answer, TakeBack  # plain data and a lock: no web server is imported
 from drlhp.labels.agreement import Agreement
 from drlhp.labels.journal import JournalWriter
-from drlhp.labelling.web.pool import Answer, TakeBack  # plain data and a lock: no web server is imported
 from drlhp.labels.stream import (
     ForgetSegment,
     LabelRecord,

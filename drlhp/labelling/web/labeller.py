@@ -54,7 +54,8 @@ class WebLabeller:
         self.pool = PairPool(config.pair_timeout, undo_limit=config.undo_limit, second_share=config.second_share,
                              seed=config.seed)
         self.clips = ClipImages(config.frame_spec)
-        self._total, self._asked, self._agreement = 0, 0, []
+        self._total, self._asked = 0, 0
+        self._agreement: list = []  # Agreement.rows(): (labeller, labeller, pairs answered by both, same, share)
         h, w = frame_hw(config.frame_spec)
         settings = PageSettings(h, w, config.zoom or auto_zoom(config.frame_spec), config.fps, config.instructions,
                                 config.undo_limit)

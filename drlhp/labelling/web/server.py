@@ -150,7 +150,8 @@ class LabellingServer:
         return web.json_response(reply)
 
     async def _undo(self, request: web.Request) -> web.Response:
-        body = await _json_body(request, {"pair", "name"}, '{"pair": <the id of your latest answer>, "name": <your name>}')
+        body = await _json_body(request, {"pair", "name"},
+                                '{"pair": <the id of your latest answer>, "name": <your name>}')
         pair_id, name = _checked_pair(body["pair"]), _checked_name(body["name"])
         status, event = self.pool.take_back(pair_id, name)
         if event is None:
@@ -217,7 +218,8 @@ async def _recorded(done, what: str) -> None:
     try:
         await asyncio.wait_for(asyncio.wrap_future(done), ACK_TIMEOUT)
     except (asyncio.TimeoutError, RuntimeError) as e:
-        raise web.HTTPServiceUnavailable(text=f"the {what} was not recorded ({e or 'timeout'}); send it again") from None
+        why = e or "timeout"
+        raise web.HTTPServiceUnavailable(text=f"the {what} was not recorded ({why}); send it again") from None
 
 
 _UNDO_REFUSALS = {"nothing": web.HTTPConflict, "not_last": web.HTTPConflict, "too_old": web.HTTPConflict,

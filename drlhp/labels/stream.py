@@ -1,4 +1,5 @@
-"""The stream of labels from the preference interface to the label store: a clip, a label, a clip forgotten.
+"""The stream of labels from the preference interface to the label store: a clip, a label, a clip forgotten, a
+label taken back, a second labeller's answer.
 
 The interface writes these records to whatever it is given to ``put`` them on (the reward-training process's
 queue in a run, a plain ``queue.Queue`` in a test); ``LabelStore.add`` reads them in the same order.
@@ -36,7 +37,26 @@ class Preference(NamedTuple):
     seconds: float | None = None  # how long the answer took (None: not timed)
 
 
-LabelRecord = Union[SegmentData, ForgetSegment, Preference]
+class Retraction(NamedTuple):
+    """A labeller takes back their answer to the run's ``seq``-th label. If ``labeller`` gave the label
+    (its first answer), the label leaves the database; if ``labeller`` gave its second answer, only that
+    second answer goes and the label is the first answer again."""
+
+    seq: int
+    labeller: str
+
+
+class SecondAnswer(NamedTuple):
+    """A second labeller's answer to the pair of the run's ``seq``-th label (the pair then trains on
+    ``drlhp.labels.agreement.combined_label`` of the two answers)."""
+
+    seq: int
+    labeller: str
+    label: float  # 1.0, 0.0 or 0.5
+    seconds: float | None = None
+
+
+LabelRecord = Union[SegmentData, ForgetSegment, Preference, Retraction, SecondAnswer]
 
 
 class LabelSink(Protocol):

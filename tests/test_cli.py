@@ -127,3 +127,33 @@ def test_collect_on_the_web_page_saves_what_the_labeller_answered(tmp_path):
     stored = [(a, b, label, who) for db in (buffer.train_db, buffer.val_db)
               for (a, b, label), who in zip(db.prefs, db.labellers)]
     assert sorted(stored) == sorted(answered)
+
+
+def test_show_prefs_summary_names_the_instructions_retractions_and_agreement(tmp_path):
+    from drlhp.cli.show_prefs import answers, load, summary
+    from drlhp.clips.segments import Segment
+
+    segs = [Segment(i, np.full((3, 8, 8), 40 * i, np.uint8), np.zeros(3)) for i in range(6)]
+    buffer = PrefBuffer(100, 0.2)
+    buffer.instructions = "Which dot gets nearer the target?"
+    for i in range(5):
+        buffer.add(segs[i], segs[i + 1], 1.0, labeller="web:al")
+    assert buffer.add_second(0, "web:bo", 1.0) and buffer.add_second(1, "web:bo", 0.0)
+    assert buffer.add_second(2, "web:cy", 1.0) and buffer.retract(3, "web:al")
+    buffer.save(str(tmp_path))
+    labels = load(str(tmp_path))
+    assert summary(labels) == "\n".join([
+        "labellers were asked: Which dot gets nearer the target?",
+        "train.pkl.gz: 3 preferences over 4 clips — LEFT better: 2, RIGHT better: 0, equally good: 1",
+        "val.pkl.gz: 1 preferences over 2 clips — LEFT better: 1, RIGHT better: 0, equally good: 0",
+        "labels retracted by their labeller: 1",
+        "  labellers        pairs answered twice  same answer  agreement",
+        "  web:al & web:bo                     2            1        50%",
+        "  web:al & web:cy                     1            1       100%",
+        "  all                                 3            2        67%"])
+    train = labels.dbs[0][1]
+    assert answers(train, 0) == "LEFT better (web:al: LEFT better, web:bo: LEFT better)"
+    assert answers(train, 1) == "equally good (web:al: LEFT better, web:bo: RIGHT better)"
+    one_file = summary(load(str(tmp_path / "val.pkl.gz")))  # a file alone says the same of its own labels
+    assert one_file.splitlines()[0] == "labellers were asked: Which dot gets nearer the target?"
+    assert one_file.splitlines()[2:] == ["labels retracted by their labeller: 1", "pairs answered twice: none"]

@@ -2,6 +2,8 @@
 snapshot and journal, and the journal retracted once a snapshot holds its labels."""
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 import pytest
 
@@ -9,8 +11,9 @@ from drlhp.clips.frames import infer_frame_spec
 from drlhp.clips.segments import Segment, pack
 from drlhp.errors import LogDirHasLabelsError
 from drlhp.labels.journal import JournalWriter, read_journal
+from drlhp.labels.pref_db import PrefBuffer
 from drlhp.labels.store import MIN_LABELS_PER_SNAPSHOT, LabelStore, LabelStoreConfig
-from drlhp.labels.stream import ForgetSegment, Preference, SegmentData
+from drlhp.labels.stream import ForgetSegment, Preference, Retraction, SecondAnswer, SegmentData
 from drlhp.storage.layout import LogDir
 
 LENGTH = 3
@@ -101,3 +104,57 @@ def test_labels_of_other_clips_than_the_run_makes_are_refused(tmp_path):
     training_only = store(tmp_path / "train", prefs_dir=str(tmp_path), collecting=False, journaling=False,
                           clip_length=None)
     assert training_only.n_labels == 1  # it trains on the clips its labels have, of any length
+
+
+def held(s: LabelStore) -> dict:
+    """Each held label by number: (clips, training label, who answered first, second answer)."""
+    return {seq: (p[:2], p[2], who, second_by, second)
+            for db in (s.buffer.train_db, s.buffer.val_db)
+            for p, who, seq, second_by, second in zip(db.prefs, db.labellers, db.seqs, db.second_labellers,
+                                                      db.second_labels)}
+
+
+@pytest.mark.parametrize("closed", [True, False], ids=["closed", "killed"])
+def test_retractions_and_second_answers_reach_the_database_and_a_resumed_run(tmp_path, closed):
+    s = store(tmp_path)
+    journal = JournalWriter(str(tmp_path), lambda: s.n_in_snapshot)
+    for seq in range(6):
+        label(s, seq, journal)  # answered 1.0 by "test"
+    s.save(str(tmp_path))
+    records = [SecondAnswer(0, "web:bo", 1.0, 2.5), SecondAnswer(1, "web:bo", 0.0), SecondAnswer(4, "web:cy", 0.5),
+               Retraction(2, "test"), Retraction(3, "web:bo"), Retraction(1, "web:bo"), Retraction(4, "test")]
+    for record in records:  # as the interface sends them: journaled first
+        if isinstance(record, Retraction):
+            journal.retract(record.seq, record.labeller, position=s.next_seq)
+        else:
+            journal.second_answer(record.seq, record.labeller, record.label, record.seconds, position=s.next_seq)
+        s.add(record)
+    journal.close()
+    assert s.n_unsaved == len(records)  # each one due in a snapshot (a refused one too: its journal record is there)
+    assert s.buffer.retracted == {2, 4} and (s.next_seq, s.buffer.n_labels, s.n_labels) == (6, 4, 4)
+    assert s.agreement.counts == {("test", "web:bo"): [1, 1]}  # label 1's second answer was taken back, 4 is gone
+    assert held(s)[1][1:4] == (1.0, "test", "") and held(s)[0][1:4] == (1.0, "test", "web:bo")
+    if closed:
+        s.save_unsaved()
+        assert s.n_unsaved == 0 and PrefBuffer.load(str(tmp_path), 1000, 0.2).retracted == {2, 4}
+    resumed = store(tmp_path, resume=True)
+    assert held(resumed) == held(s) and resumed.agreement == s.agreement
+    assert resumed.buffer.retracted == {2, 4} and resumed.next_seq == 6 and resumed.buffer.n_labels == 4
+    assert list(read_journal(str(tmp_path))) == []  # folded into the resumed run's snapshot
+
+
+def test_the_runs_instructions_are_recorded_and_a_change_is_named_in_a_warning(tmp_path, caplog):
+    first = store(tmp_path / "a", instructions="Which dot gets nearer?")
+    label(first, 0)
+    first.save_unsaved()
+    assert PrefBuffer.load_all(str(tmp_path / "a")).instructions == "Which dot gets nearer?"
+    with caplog.at_level(logging.WARNING, logger="drlhp.labels"):
+        second = store(tmp_path / "b", prefs_dir=str(tmp_path / "a"), instructions="Which dot moves less?")
+    assert "'Which dot gets nearer?'" in caplog.text and "'Which dot moves less?'" in caplog.text
+    assert second.buffer.instructions == "Which dot moves less?"
+    assert PrefBuffer.load_all(str(tmp_path / "b")).instructions == "Which dot moves less?"  # its first snapshot
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="drlhp.labels"):
+        third = store(tmp_path / "c", prefs_dir=str(tmp_path / "a"))  # asks nothing new: the labels keep theirs
+        store(tmp_path / "d", prefs_dir=str(tmp_path / "a"), instructions="Which dot gets nearer?")
+    assert third.buffer.instructions == "Which dot gets nearer?" and not caplog.text

@@ -149,3 +149,154 @@ def test_files_of_format_version_1_still_load(tmp_path):
     assert list(db.prefs) == [(0, 1, 1.0), (2, 0, 0.5)] and db.n_labels_when_saved is None
     assert list(db.labellers) == ["", ""] and np.isnan(db.answer_seconds).all()  # not recorded then
     assert all(np.array_equal(db.segments[s.seg_id].frames, s.frames) for s in segs)
+
+
+def answered_db():
+    """Six labels of the run (numbers 10-15) by two people, three of them answered a second time."""
+    db = PrefDB(100)
+    for k in range(6):
+        db.append(seg(k), seg(k + 1), [1.0, 0.0, 0.5][k % 3], ["web:al", "web:bo"][k % 2], 1.5 + k, seq=10 + k)
+    assert db.set_second(10, "web:bo", 1.0, 0.75)  # agrees
+    assert db.set_second(11, "web:al", 1.0)  # disagrees: the pair trains on a tie
+    assert db.set_second(14, "web:cy", 1.0, 2.0)  # disagrees
+    return db
+
+
+def test_a_second_answer_sets_the_training_label_and_its_retraction_restores_the_first():
+    db = answered_db()
+    assert [p[2] for p in db.prefs] == [1.0, 0.5, 0.5, 1.0, 0.5, 0.5]
+    assert list(db.first_labels) == [1.0, 0.0, 0.5, 1.0, 0.0, 0.5]
+    assert db.agreement.counts == {("web:al", "web:bo"): [2, 1], ("web:al", "web:cy"): [1, 0]}
+    assert not db.set_second(12, "web:al", 1.0)  # their own label: no second opinion
+    assert not db.set_second(99, "web:bo", 1.0)  # no such label
+    assert not db.remove_second(11, "web:bo")  # web:bo gave the label, not the second answer
+    assert db.remove_second(11, "web:al")
+    assert db.prefs[1][2] == 0.0 and db.second_labellers[1] == "" and np.isnan(db.second_labels[1])
+    assert db.agreement.counts == {("web:al", "web:bo"): [1, 1], ("web:al", "web:cy"): [1, 0]}
+    assert not db.remove_second(11, "web:al")  # already gone
+    assert db.set_second(10, "web:cy", 0.5)  # a later second answer replaces the earlier one
+    assert db.prefs[0][2] == 0.5 and db.agreement.counts == {("web:al", "web:cy"): [2, 0]}
+
+
+def test_removing_a_pair_releases_its_clips_and_keeps_the_columns_in_step():
+    db = answered_db()
+    assert db.remove(11) and not db.remove(11) and not db.remove(-1)
+    assert list(db.seqs) == [10, 12, 13, 14, 15] and 1 in db.segments  # clip 1 is in pair 10 still
+    assert db.remove(10)
+    assert 0 not in db.segments and 1 not in db.segments and 2 in db.segments
+    assert list(db.labellers) == ["web:al", "web:bo", "web:al", "web:bo"]
+    assert list(db.second_labellers) == ["", "", "web:cy", ""]
+    assert db.agreement.counts == {("web:al", "web:cy"): [1, 0]}  # the removed pairs' second answers no longer count
+    assert all(len(column) == 4 for column in db._columns())
+
+
+def test_eviction_keeps_every_column_in_step():
+    db = PrefDB(maxlen=3)
+    for k in range(5):
+        db.append(seg(k), seg(k + 1), 1.0, f"p{k}", float(k), seq=k)
+        db.set_second(k, "q", 0.0 if k % 2 else 1.0, 10.0 + k)
+    assert list(db.seqs) == [2, 3, 4] and list(db.labellers) == ["p2", "p3", "p4"]
+    assert list(db.answer_seconds) == [2.0, 3.0, 4.0] and list(db.second_seconds) == [12.0, 13.0, 14.0]
+    assert [p[:2] for p in db.prefs] == [(2, 3), (3, 4), (4, 5)] and [p[2] for p in db.prefs] == [1.0, 0.5, 1.0]
+    assert list(db.second_labels) == [1.0, 0.0, 1.0] and set(db.segments) == {2, 3, 4, 5}
+    assert db.agreement.n_pairs == 3 and db.agreement.rate() == 2 / 3  # evicted pairs no longer count
+
+
+def test_version_4_round_trips_numbers_second_answers_instructions_and_retracted(tmp_path):
+    db = answered_db()
+    path = str(tmp_path / "train.pkl.gz")
+    db.save(path, n_labels=16, val_fraction=0.2, instructions="Which clip is better?", retracted={7, 3})
+    loaded = PrefDB.load(path)
+    for column in ("prefs", "labellers", "seqs", "first_labels", "second_labellers"):
+        assert list(getattr(loaded, column)) == list(getattr(db, column)), column
+    for column in ("answer_seconds", "second_labels", "second_seconds"):
+        np.testing.assert_array_equal(getattr(loaded, column), getattr(db, column))
+    assert loaded.agreement == db.agreement
+    assert (loaded.instructions_when_saved, loaded.retracted_when_saved) == ("Which clip is better?", [3, 7])
+    assert loaded.n_labels_when_saved == 16
+
+
+def test_a_buffer_saves_and_loads_its_retractions_and_instructions(tmp_path):
+    buf = PrefBuffer(max_prefs=100, val_fraction=0.2)
+    buf.instructions = "Which clip is better?"
+    for i in range(10):
+        buf.add(seg(i), seg(i + 1), 1.0, labeller="web:al")
+    assert buf.add_second(5, "web:bo", 0.0) and buf.retract(8, "web:al") and buf.retract(5, "web:bo")
+    assert buf.add_second(6, "web:bo", 1.0)
+    buf.save(str(tmp_path))
+    loaded = PrefBuffer.load(str(tmp_path), max_prefs=100, val_fraction=0.2)
+    assert (loaded.retracted, loaded.n_received, loaded.n_labels) == ({8}, 10, 9)
+    assert loaded.instructions == "Which clip is better?" and loaded.agreement.counts == {("web:al", "web:bo"): [1, 1]}
+    assert sorted([*loaded.train_db.seqs, *loaded.val_db.seqs]) == [0, 1, 2, 3, 4, 5, 6, 7, 9]
+
+
+def test_only_the_labels_labeller_retracts_it_and_only_once():
+    buf = PrefBuffer(max_prefs=100, val_fraction=0.2)
+    for i in range(5):
+        buf.add(seg(i), seg(i + 1), 1.0, labeller="web:al")
+    assert buf.add_second(3, "web:bo", 0.0)
+    assert not buf.retract(2, "web:bo")  # another labeller's label
+    assert not buf.retract(7, "web:al") and not buf.retract(-1, "web:al")  # unknown
+    assert buf.retract(3, "web:bo")  # their second answer: only it goes
+    assert buf.db_for(3).prefs[buf.db_for(3).index_of(3)][2] == 1.0 and buf.retracted == set()
+    assert buf.retract(3, "web:al") and buf.retracted == {3} and buf.n_labels == 4
+    assert not buf.retract(3, "web:al")  # already retracted
+    assert not buf.add_second(3, "web:cy", 1.0)  # the label is gone
+    assert buf.retracted == {3} and buf.n_received == 5 and len(buf.train_db) + len(buf.val_db) == 4
+    buf.add(seg(9), seg(10), 0.0, labeller="web:al")
+    assert buf.n_received == 6  # numbers are never reused
+
+
+def write_version_3(db: PrefDB, path: str, n_labels: int, val_fraction: float) -> None:
+    """``PrefDB.save`` as drlhp wrote version 3 (kept here so the reader is checked against it, not against itself)."""
+    import json
+
+    ids = sorted(db.segments)
+    first = db.segments[ids[0]]
+    header = {"format": "drlhp-prefdb", "version": 3, "maxlen": db.maxlen, "n_segments": len(ids),
+              "n_prefs": len(db), "segment_shape": list(first.packed_frames[1]),
+              "frame_dtype": first.packed_frames[2].str, "n_labels": n_labels, "val_fraction": val_fraction}
+    prefs = np.array(db.prefs, dtype=np.float64).reshape(-1, 3)
+    with gzip.GzipFile(path, mode="wb", compresslevel=0) as f:
+        for array in [np.frombuffer(json.dumps(header).encode(), dtype=np.uint8), np.array(ids, dtype=np.int64),
+                      np.stack([db.segments[i].rewards for i in ids]), prefs[:, :2].astype(np.int64),
+                      prefs[:, 2].copy(), np.array(list(db.labellers), dtype=str),
+                      np.array(db.answer_seconds, dtype=np.float64)]:
+            np.lib.format.write_array(f, array, allow_pickle=False)
+        for i in ids:
+            np.lib.format.write_array(f, np.frombuffer(db.segments[i].packed_frames[0], dtype=np.uint8),
+                                      allow_pickle=False)
+
+
+def test_files_of_format_version_3_still_load_with_their_numbers_unknown(tmp_path):
+    buf = PrefBuffer(max_prefs=100, val_fraction=0.2)
+    for i in range(6):
+        buf.add(seg(i), seg(i + 1), [1.0, 0.0, 0.5][i % 3], labeller="web:al", seconds=1.0 + i)
+    for db, path in zip((buf.train_db, buf.val_db), (tmp_path / "train.pkl.gz", tmp_path / "val.pkl.gz")):
+        write_version_3(db, str(path), 6, 0.2)
+    loaded = PrefBuffer.load(str(tmp_path), max_prefs=100, val_fraction=0.2)
+    db = loaded.train_db
+    assert list(db.prefs) == list(buf.train_db.prefs) and list(db.labellers) == ["web:al"] * 5
+    assert list(db.answer_seconds) == [1.0, 2.0, 3.0, 4.0, 6.0]  # label 4 went to validation
+    assert list(db.seqs) == [-1] * 5 and list(db.second_labellers) == [""] * 5 and db.agreement.n_pairs == 0
+    assert (loaded.retracted, loaded.instructions, loaded.n_received) == (set(), None, 6)
+    assert not loaded.retract(0, "web:al")  # its number was not recorded: nothing to match
+    loaded.add(seg(20), seg(21), 1.0, labeller="web:al")  # a resumed run goes on numbering from 6
+    assert loaded.retract(6, "web:al") and loaded.n_labels == 6
+    loaded.save(str(tmp_path))
+    again = PrefBuffer.load(str(tmp_path), max_prefs=100, val_fraction=0.2)
+    assert list(again.train_db.seqs) == [-1] * 5 and again.retracted == {6}
+
+
+def test_a_file_whose_labels_disagree_with_its_answers_is_refused(tmp_path):
+    db = PrefDB(10)
+    db.append(seg(1), seg(2), 1.0, "web:al", seq=0)
+    db.set_second(0, "web:bo", 0.0)  # the label becomes 0.5
+    path = str(tmp_path / "train.pkl.gz")
+    db.save(path)
+    raw = bytearray(gzip.decompress(open(path, "rb").read()))
+    i = raw.find(np.float64(0.5).tobytes())  # the pair's training label, the first 0.5 in the file
+    raw[i:i + 8] = np.float64(1.0).tobytes()
+    open(path, "wb").write(gzip.compress(bytes(raw)))
+    with pytest.raises(PrefDBFormatError, match="labels disagree with the answers"):
+        PrefDB.load(path)

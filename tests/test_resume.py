@@ -16,7 +16,7 @@ import pytest
 from conftest import FAST, FakePixelEnv, gone, step_until, wait_for
 
 from drlhp import HumanPreferencesEnvWrapper, LogDirHasLabelsError, PrefBuffer, WorkerError
-from drlhp.labels.journal import read_journal
+from drlhp.labels.journal import JournalLabel, read_journal
 from drlhp.storage.layout import LogDir
 
 SCRIPT = os.path.join(os.path.dirname(__file__), "scripts", "labelling_session.py")
@@ -89,7 +89,7 @@ def test_resuming_after_a_torn_journal_record_warns_and_keeps_the_rest(tmp_path,
     os.kill(env.pipeline.processes["reward_trainer"].pid, signal.SIGKILL)  # ... and no snapshot on close
     with contextlib.suppress(WorkerError):
         env.close()
-    journaled = [r.seq for r in read_journal(str(tmp_path))]
+    journaled = [r.seq for r in read_journal(str(tmp_path)) if isinstance(r, JournalLabel)]
     path = LogDir(str(tmp_path)).journal_files()[-1]
     with open(path, "ab") as f:
         f.write(b"DLJ1\x40\x00\x00\x00\x00\x00")  # the start of a record the power cut ended
@@ -184,7 +184,8 @@ def test_journal_and_snapshot_agree_after_10000_synthetic_labels(tmp_path):
                                     synthetic_prefs_per_segment=8, max_segs=400, seed=0, log_level=30) as env:
         step_until(env, lambda: env.stats()["prefs_received"] >= 10_000, timeout=240)
     buffer, _ = saved_labels(tmp_path, max_prefs=20_000)  # the snapshot written on close
-    records = list(read_journal(str(tmp_path)))  # what the journal still holds (since the last compaction)
+    # What the journal still holds (since the last compaction): labels only, this run took none back.
+    records = [r for r in read_journal(str(tmp_path)) if isinstance(r, JournalLabel)]
     assert records[0].seq > 0 and buffer.n_received >= 10_000  # snapshots let the journal drop older labels
     assert [r.seq for r in records] == list(range(records[0].seq, buffer.n_received))
     # With nothing evicted, the k-th label routed to a database is its k-th pair.

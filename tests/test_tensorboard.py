@@ -1,5 +1,9 @@
-"""TensorBoard: the trainer's scalars, and drlhp's figures in SB3's own run, read back with TensorBoard's reader."""
+"""TensorBoard: the trainer's scalars, and drlhp's figures in SB3's own run, read back with TensorBoard's reader;
+and the metrics CSV beside them."""
+import csv
 import glob
+import math
+import os
 
 import gymnasium
 import numpy as np
@@ -11,7 +15,12 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 import drlhp  # noqa: F401  (registers drlhp/MovingDot-v0)
 from drlhp import HumanPreferencesEnvWrapper
+from drlhp.cli.plot import read_metrics
+from drlhp.labels.agreement import Agreement
+from drlhp.reward.learner import Evaluation
+from drlhp.reward.metrics import COLUMNS_BEFORE_UNDO, METRICS_COLUMNS, MetricsLog
 from drlhp.sb3 import HumanPreferencesLogger, HumanPreferencesVecEnvWrapper
+from drlhp.storage.layout import LogDir
 
 
 def scalars(run_dir):
@@ -29,7 +38,7 @@ def test_the_trainer_writes_the_reward_models_scalars_to_a_run_of_its_own(tmp_pa
     assert [r.rsplit("_", 1)[1] for r in runs] == ["1", "2"]  # two runs, two curves
     values = scalars(runs[0])
     for tag in ("reward/train_loss", "reward/val_accuracy", "reward/labels", "reward/pairs_per_second",
-                "reward/raw_reward_std"):
+                "reward/raw_reward_std", "labels/retracted"):
         assert tag in values and len(values[tag]) >= 2, sorted(values)
     assert values["reward/labels"] == sorted(values["reward/labels"]) and values["reward/labels"][-1] > 0
 
@@ -55,3 +64,62 @@ def test_the_callback_without_a_drlhp_wrapper_says_what_to_do(tmp_path):
     model = PPO("MlpPolicy", make_vec_env(lambda: gymnasium.make("CartPole-v1"), n_envs=1), n_steps=64)
     with pytest.raises(TypeError, match="wrap your VecEnv with it"):
         model.learn(64, callback=HumanPreferencesLogger())
+
+
+def evaluation(step):
+    return Evaluation(step, n_train_prefs=8, n_val_prefs=2, train_loss=0.6, train_accuracy=0.7, val_loss=0.65,
+                      val_accuracy=0.6, l2_coefficient=0.01, pairs_per_second=100.0, raw_reward_mean=0.0,
+                      raw_reward_std=1.0)
+
+
+def read_rows(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def test_retractions_and_agreement_go_to_the_metrics_csv_and_tensorboard(tmp_path):
+    agreement = Agreement()
+    for first, second in [(1.0, 1.0), (0.5, 0.5), (1.0, 0.0)]:
+        agreement.add("web:al", first, "web:bo", second)
+    agreement.add("web:bo", 0.0, "web:cy", 1.0)
+    metrics = MetricsLog(LogDir(str(tmp_path)).metrics, str(tmp_path / "tb"))
+    metrics.write(evaluation(1), labels=10, labels_asked=10, labels_remaining=None)  # nothing answered twice yet
+    metrics.write(evaluation(2), labels=14, labels_asked=14, labels_remaining=86, labels_retracted=2,
+                  agreement=agreement)
+    metrics.close()
+    rows = read_rows(LogDir(str(tmp_path)).metrics)
+    assert [(r["labels_retracted"], r["pairs_answered_twice"], r["agreement"]) for r in rows] == [
+        ("0", "0", "nan"), ("2", "4", "0.5")]
+    values = scalars(glob.glob(str(tmp_path / "tb" / "drlhp_reward_*"))[0])
+    assert values["labels/retracted"] == [0.0, 2.0]
+    assert values["labels/agreement"] == [0.5]  # no point while no pair was answered twice
+    assert values["labels/agreement/web:al~web:bo"] == [pytest.approx(2 / 3)]
+    assert values["labels/agreement/web:bo~web:cy"] == [0.0]
+    m = read_metrics(str(tmp_path))  # drlhp plot reads the new columns as numbers
+    assert m["labels_retracted"].tolist() == [0, 2] and math.isnan(m["agreement"][0]) and m["agreement"][1] == 0.5
+
+
+def test_a_resumed_runs_metrics_of_the_columns_before_undo_go_on_in_the_same_file(tmp_path):
+    path = LogDir(str(tmp_path)).metrics
+    with open(path, "w", newline="") as f:  # written by drlhp before labels could be taken back
+        writer = csv.writer(f)
+        writer.writerow(COLUMNS_BEFORE_UNDO)
+        for step in (1, 2):
+            writer.writerow([step, 1.5 * step, 10 * step, 10 * step, "nan", 8, 2, 0.6, 0.7, 0.65, 0.6, 0.01, 100.0])
+    metrics = MetricsLog(path)
+    metrics.write(evaluation(3), labels=30, labels_asked=31, labels_remaining=None, labels_retracted=1)
+    assert os.listdir(tmp_path) == ["reward_training_metrics.csv"]  # not set aside: the run's one file goes on
+    rows = read_rows(path)
+    assert list(rows[0]) == list(METRICS_COLUMNS) and [r["training_step"] for r in rows] == ["1", "2", "3"]
+    assert [r["labels"] for r in rows] == ["10", "20", "30"] and rows[1]["wall_time_s"] == "3.0"
+    assert [(r["labels_retracted"], r["pairs_answered_twice"], r["agreement"]) for r in rows] == [
+        ("0", "0", "nan"), ("0", "0", "nan"), ("1", "0", "nan")]
+    assert read_metrics(str(tmp_path))["training_step"].tolist() == [1, 2, 3]
+
+
+def test_a_metrics_file_of_other_columns_is_still_set_aside(tmp_path):
+    path = LogDir(str(tmp_path)).metrics
+    with open(path, "w") as f:
+        f.write("step,loss\n1,0.5\n")
+    MetricsLog(path).write(evaluation(1), labels=1, labels_asked=1, labels_remaining=None)
+    assert len(os.listdir(tmp_path)) == 2 and [r["training_step"] for r in read_rows(path)] == ["1"]

@@ -6,11 +6,12 @@ journal file uses it -- in one write, then ``fsync``s, before it asks about the
 next pair. A power cut loses at most the answer being typed; a killed process
 loses nothing it acknowledged. An fsync is nothing beside a person's answer and
 leaves room for thousands of synthetic labels a second (docs/benchmarks.md,
-"Figures behind the code").
+"Figures behind the code"). A labeller taking an answer back, and a second
+labeller's answer to a pair, are journaled the same way.
 
 ``train.pkl.gz`` / ``val.pkl.gz`` stay the compact snapshot. Each records how many
 of the run's labels it covers; ``PrefBuffer.load`` replays the journal's later
-labels on top. The trainer publishes that count after each snapshot of
+records on top. The trainer publishes that count after each snapshot of
 ``log_dir``; the writer then starts a new file and deletes those wholly covered,
 so every file holds the clips its labels use and the journal never grows past
 what the next snapshot absorbs.
@@ -20,14 +21,28 @@ File format (``log_dir/label_journal/<first seq>.journal``), a sequence of recor
     b"DLJ1" | payload length (u32 LE) | CRC-32 of payload (u32 LE) | payload
     payload = JSON length (u32 LE) | JSON | blob
 
+    {"kind": "task", "instructions"}
+        what the labellers were asked (the run's labelling_instructions): the first record of every
+        file when the run has instructions, so a journal alone says what its labels answer
     {"kind": "clip", "seg_id", "shape", "dtype", "episode", "env_index", "n_frame_bytes"}
         blob: zlib-compressed frames (n_frame_bytes), then float64 rewards (shape[0] of them)
     {"kind": "label", "seq", "a", "b", "label", "time", "labeller", "seconds"}
         ("seconds": how long the person took to answer, or null; absent in older journals)
+    {"kind": "retract", "seq", "labeller", "time", "position"}
+        ``labeller`` takes back their answer to label ``seq`` (the label itself if they gave it, else
+        their second answer to it)
+    {"kind": "second", "seq", "labeller", "label", "time", "seconds", "position"}
+        a second labeller's answer to the pair of label ``seq``
+
+``position`` is the run's next label number when the record was written. The trainer
+takes the label stream in order, so a snapshot covering label ``position`` (holding
+more than ``position`` labels) has seen the record: a file is deleted only once a
+snapshot covers the largest of its labels' numbers and its records' positions.
+``MAGIC`` stays ``DLJ1``: journals written before undo and second answers read as before.
 
 Reading never executes anything from the file. A record cut short (a crash in
-the middle of a write) or failing its checksum ends that file's replay with a
-warning, never an error.
+the middle of a write), failing its checksum or of a kind this drlhp does not know
+ends that file's replay with a warning, never an error.
 """
 from __future__ import annotations
 
@@ -39,7 +54,7 @@ import time
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Union
 
 import numpy as np
 
@@ -66,6 +81,37 @@ class JournalLabel:
     seconds: float | None = None  # how long the answer took (None: not timed, e.g. synthetic)
 
 
+@dataclass(frozen=True)
+class JournalRetraction:
+    """``labeller`` took back their answer to label ``seq`` (the label, or their second answer to it)."""
+
+    seq: int
+    labeller: str
+    time: float  # Unix seconds
+
+
+@dataclass(frozen=True)
+class JournalSecondAnswer:
+    """A second labeller's answer to the pair of label ``seq``."""
+
+    seq: int
+    labeller: str
+    label: float
+    time: float  # Unix seconds
+    seconds: float | None = None  # how long the answer took (None: not timed)
+
+
+@dataclass(frozen=True)
+class JournalTask:
+    """What the labellers were asked: the run's labelling instructions, recorded at the top of a journal file."""
+
+    instructions: str
+
+
+#: What ``read_journal`` yields.
+JournalRecord = Union[JournalLabel, JournalRetraction, JournalSecondAnswer, JournalTask]
+
+
 def remove_journal(log_dir: str) -> None:
     """Delete the journal's files (once a snapshot holds all their labels)."""
     for path in LogDir(log_dir).journal_files():
@@ -88,59 +134,95 @@ def _clip_record(seg: PackedSegment) -> bytes:
 
 
 class JournalWriter:
-    """Appends labels to ``log_dir``'s journal; ``labels_in_snapshot()`` says what a snapshot already holds."""
+    """Appends labels, retractions and second answers to ``log_dir``'s journal; ``labels_in_snapshot()`` says how
+    many of the run's labels a snapshot already holds; ``instructions`` (the run's, if any) head each file."""
 
-    def __init__(self, log_dir: str, labels_in_snapshot: Callable[[], int]) -> None:
+    def __init__(self, log_dir: str, labels_in_snapshot: Callable[[], int], instructions: str | None = None) -> None:
         self.directory = LogDir(log_dir).journal_dir
         os.makedirs(self.directory, exist_ok=True)
         self._labels_in_snapshot = labels_in_snapshot
-        self._closed_files: list[tuple[str, int]] = []  # (path, last seq) not yet wholly in a snapshot
+        self._task = _record({"kind": "task", "instructions": instructions}) if instructions else b""
+        # Files not yet wholly in a snapshot: (path, the largest label number or position in it).
+        self._closed_files: list[tuple[str, int]] = []
         self._fd: int | None = None
         self._path = ""
-        self._first_seq = self._last_seq = -1
+        self._first = self._needed_until = -1  # the current file's first and largest label number or position
+        self._file_head: list[bytes] = []
         self._clips_in_file: set[int] = set()
 
     def append(self, seq: int, a: PackedSegment, b: PackedSegment, label: float, labeller: str,
                seconds: float | None = None) -> None:
         """Write one label (and its clips not yet in the current file) and fsync: it survives a power cut."""
         self._drop_covered(self._labels_in_snapshot())
-        fd = self._fd if self._fd is not None else self._open(seq)
+        if self._fd is None:
+            self._open(seq)
         records = [_clip_record(s) for s in (a, b) if s.seg_id not in self._clips_in_file]
         records.append(_record({"kind": "label", "seq": seq, "a": a.seg_id, "b": b.seg_id, "label": float(label),
-                                "time": round(time.time(), 3), "labeller": labeller,
-                                "seconds": None if seconds is None else round(seconds, 3)}))
-        data = memoryview(b"".join(records))
-        while data:
-            data = data[os.write(fd, data):]
-        os.fsync(fd)
+                                "time": round(time.time(), 3), "labeller": labeller, "seconds": _rounded(seconds)}))
+        self._write(records, seq)
         self._clips_in_file.update((a.seg_id, b.seg_id))
-        self._last_seq = seq
+
+    def retract(self, seq: int, labeller: str, position: int) -> None:
+        """Write that ``labeller`` takes back their answer to label ``seq``, ``position`` being the run's next label
+        number, and fsync."""
+        self._write_event({"kind": "retract", "seq": seq, "labeller": labeller, "time": round(time.time(), 3),
+                           "position": position}, position)
+
+    def second_answer(self, seq: int, labeller: str, label: float, seconds: float | None, position: int) -> None:
+        """Write ``labeller``'s second answer to the pair of label ``seq``, ``position`` being the run's next label
+        number, and fsync."""
+        self._write_event({"kind": "second", "seq": seq, "labeller": labeller, "label": float(label),
+                           "time": round(time.time(), 3), "seconds": _rounded(seconds), "position": position},
+                          position)
+
+    def _write_event(self, meta: dict, position: int) -> None:
+        self._drop_covered(self._labels_in_snapshot())
+        if self._fd is None:
+            self._open(position)
+        self._write([_record(meta)], position)
+
+    def _write(self, records: list[bytes], needed_until: int) -> None:
+        """Append ``records`` to the current file in one write and fsync; the file is needed until a snapshot
+        covers label ``needed_until``."""
+        assert self._fd is not None
+        data = memoryview(b"".join(self._file_head + records))
+        while data:
+            data = data[os.write(self._fd, data):]
+        os.fsync(self._fd)
+        self._file_head = []
+        self._needed_until = max(self._needed_until, needed_until)
 
     def _drop_covered(self, covered: int) -> None:
-        """Delete files whose labels all are in the snapshot; start a new file if the snapshot reaches into this one."""
-        for path, last in [f for f in self._closed_files if f[1] < covered]:
+        """Delete files a snapshot holds all of (labels and records); start a new file if the snapshot reaches into
+        this one."""
+        for path, needed_until in [f for f in self._closed_files if f[1] < covered]:
             os.unlink(path)
-            self._closed_files.remove((path, last))
-        if self._fd is not None and self._first_seq < covered:
+            self._closed_files.remove((path, needed_until))
+        if self._fd is not None and self._first < covered:
             os.close(self._fd)
             self._fd = None
-            if self._last_seq < covered:
+            if self._needed_until < covered:
                 os.unlink(self._path)
             else:
-                self._closed_files.append((self._path, self._last_seq))
+                self._closed_files.append((self._path, self._needed_until))
 
-    def _open(self, seq: int) -> int:
-        """Start the file of labels from ``seq`` on; returns its descriptor (``self._fd``)."""
-        self._path = os.path.join(self.directory, f"{seq:012d}{JOURNAL_SUFFIX}")
-        self._fd = fd = os.open(self._path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    def _open(self, first: int) -> None:
+        """Start the file of labels and records from label number (or position) ``first`` on (``self._fd``); it
+        starts with the run's instructions."""
+        self._path = os.path.join(self.directory, f"{first:012d}{JOURNAL_SUFFIX}")
+        self._fd = os.open(self._path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         _fsync_dir(self.directory)  # so the new file's name survives a power cut too
-        self._first_seq, self._clips_in_file = seq, set()
-        return fd
+        self._first, self._needed_until, self._clips_in_file = first, first, set()
+        self._file_head = [self._task] if self._task else []  # goes out with the file's first record
 
     def close(self) -> None:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+
+
+def _rounded(seconds: float | None) -> float | None:
+    return None if seconds is None else round(seconds, 3)
 
 
 def _fsync_dir(directory: str) -> None:
@@ -156,13 +238,14 @@ class _BadRecord(Exception):
     pass
 
 
-def read_journal(log_dir: str) -> Iterator[JournalLabel]:
-    """Every complete label in ``log_dir``'s journal, file by file, in the order written."""
+def read_journal(log_dir: str) -> Iterator[JournalRecord]:
+    """Every complete record of ``log_dir``'s journal (labels, retractions, second answers, instructions), file by
+    file, in the order written."""
     for path in LogDir(log_dir).journal_files():
         yield from _read_file(path)
 
 
-def _read_file(path: str) -> Iterator[JournalLabel]:
+def _read_file(path: str) -> Iterator[JournalRecord]:
     with open(path, "rb") as f:
         data = f.read()
     clips: dict[int, PackedSegment] = {}
@@ -170,26 +253,44 @@ def _read_file(path: str) -> Iterator[JournalLabel]:
     while pos < len(data):
         try:
             meta, blob, end = _parse_record(data, pos)
-            if meta.get("kind") == "clip":
+            kind = meta.get("kind")
+            if kind == "clip":
                 clips[int(meta["seg_id"])] = _parse_clip(meta, blob)
-            elif meta.get("kind") == "label":
+            elif kind == "label":
                 a, b = clips.get(meta["a"]), clips.get(meta["b"])
                 if a is None or b is None:
                     raise _BadRecord(f"label {meta.get('seq')} uses a clip not in this file")
-                label = float(meta["label"])
-                if label not in (0.0, 0.5, 1.0):
-                    raise _BadRecord(f"label {label!r} is not 0, 0.5 or 1")
-                seconds = meta.get("seconds")
-                yield JournalLabel(int(meta["seq"]), a, b, label, float(meta["time"]), str(meta["labeller"]),
-                                   None if seconds is None else float(seconds))
+                yield JournalLabel(int(meta["seq"]), a, b, _label(meta), float(meta["time"]), str(meta["labeller"]),
+                                   _seconds(meta))
+            elif kind == "retract":
+                yield JournalRetraction(int(meta["seq"]), str(meta["labeller"]), float(meta["time"]))
+            elif kind == "second":
+                yield JournalSecondAnswer(int(meta["seq"]), str(meta["labeller"]), _label(meta), float(meta["time"]),
+                                          _seconds(meta))
+            elif kind == "task":
+                if not isinstance(meta["instructions"], str):
+                    raise _BadRecord("instructions that are not text")
+                yield JournalTask(meta["instructions"])
             else:
-                raise _BadRecord(f"unknown record kind {meta.get('kind')!r}")
+                raise _BadRecord(f"unknown record kind {kind!r}")
         except (_BadRecord, KeyError, TypeError, ValueError, zlib.error) as e:
             log.warning("label journal %s: %s at byte %d; skipped the last %d bytes (a write cut short by a "
                         "crash or power cut leaves this; the labels before it are kept)",
                         path, e, pos, len(data) - pos)
             return
         pos = end
+
+
+def _label(meta: dict) -> float:
+    label = float(meta["label"])
+    if label not in (0.0, 0.5, 1.0):
+        raise _BadRecord(f"label {label!r} is not 0, 0.5 or 1")
+    return label
+
+
+def _seconds(meta: dict) -> float | None:
+    seconds = meta.get("seconds")
+    return None if seconds is None else float(seconds)
 
 
 def _parse_record(data: bytes, pos: int) -> tuple[dict, bytes, int]:

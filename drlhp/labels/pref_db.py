@@ -8,10 +8,17 @@ Version 2 stores each clip's frames as held in memory, zlib-compressed (a uint8
 record; the gzip layer does not compress again), so a snapshot of a full Pong
 database is written in a fraction of a second; version 3 adds who gave each
 label (a fixed-width text array) and how long the answer took (seconds, NaN where
-not timed) after the labels. Versions 1 (raw frames, gzip
-level 1) and 2 are still read.
+not timed) after the labels. Version 4 adds, after those, per pair: the run's
+number of its label (int64; -1 where not recorded, pairs read from older files),
+the first answer (the pairs' labels column holds the training label,
+``drlhp.labels.agreement.combined_label`` of both answers), and a second labeller's
+answer: who (text, "" for none), the label (NaN for none) and how long it took
+(NaN: none, or not timed); and header fields ``instructions`` (what the labellers
+were asked, or null) and ``retracted`` (the numbers of the run's labels their
+labeller took back, sorted). Versions 1 (raw frames, gzip level 1), 2 and 3 are
+still read.
 The header's ``n_labels`` is how many labels the run had when the file was
-written: the journal's labels from there on are replayed on top of it
+written: the journal's records from there on are replayed on top of it
 (``drlhp.labels.journal``). Its ``val_fraction`` (absent in files written before it was recorded)
 is the run's split, so a reader that does not know the run's settings routes the journal's labels
 where the run did.
@@ -25,19 +32,21 @@ import math
 import os
 import zlib
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 import numpy as np
 
 from drlhp.clips.segments import PackedSegment, Segment, pack
 from drlhp.errors import ConfigError, NoLabelsError, PrefDBFormatError
-from drlhp.labels.journal import read_journal
+from drlhp.labels.agreement import Agreement, combined_label
+from drlhp.labels.journal import JournalLabel, JournalRetraction, JournalSecondAnswer, JournalTask, read_journal
 from drlhp.storage.files import atomic_write
 from drlhp.storage.layout import LogDir
 
 FORMAT_NAME = "drlhp-prefdb"
-FORMAT_VERSION = 3
-READABLE_VERSIONS = (1, 2, 3)
+FORMAT_VERSION = 4
+READABLE_VERSIONS = (1, 2, 3, 4)
+LABEL_VALUES = (0.0, 0.5, 1.0)
 #: The share of labels held out for validation unless a run says otherwise (``PreferenceConfig.val_fraction``).
 DEFAULT_VAL_FRACTION = 0.2
 
@@ -48,6 +57,8 @@ class PrefDB:
     A segment is stored once however many pairs it appears in (pairs hold ids;
     segments are reference-counted and dropped with their last pair), with its
     frames compressed (``PackedSegment``): a minibatch unpacks only its own clips.
+    Per pair, parallel columns (kept in step on eviction and removal) say who answered,
+    how fast, the run's number of the label, and a second labeller's answer if any.
     """
 
     def __init__(self, maxlen: int) -> None:
@@ -56,33 +67,106 @@ class PrefDB:
         self.maxlen = maxlen
         self.segments: dict[int, PackedSegment] = {}
         self._refs: dict[int, int] = {}
-        self.prefs: deque[tuple[int, int, float]] = deque()
-        self.labellers: deque[str] = deque()  # who gave each label ("" where not recorded)
+        self.prefs: deque[tuple[int, int, float]] = deque()  # (clip a, clip b, the label the pair trains on)
+        self.labellers: deque[str] = deque()  # who gave each label, its first answer ("" where not recorded)
         self.answer_seconds: deque[float] = deque()  # how long each answer took (nan: not timed)
+        self.seqs: deque[int] = deque()  # the run's number of each label (-1: not recorded, files of versions 1-3)
+        self.first_labels: deque[float] = deque()  # the first answer: the label unless a second answer differs
+        self.second_labellers: deque[str] = deque()  # who answered the pair a second time ("" none)
+        self.second_labels: deque[float] = deque()  # their answer (nan: none)
+        self.second_seconds: deque[float] = deque()  # how long it took (nan: none, or not timed)
+        #: Pairs answered twice, per labeller pair, over the pairs held (an evicted or removed pair no longer counts).
+        self.agreement = Agreement()
         #: Set by ``load``: the run's label count when the file was saved (None: not recorded).
         self.n_labels_when_saved: int | None = None
         self.val_fraction_when_saved: float | None = None  # the run's split, from the file's header
+        self.instructions_when_saved: str | None = None  # what the labellers were asked, from the file's header
+        self.retracted_when_saved: list[int] = []  # the run's labels taken back when the file was written
 
     def __len__(self) -> int:
         return len(self.prefs)
 
+    def _columns(self) -> tuple[deque, ...]:
+        return (self.prefs, self.labellers, self.answer_seconds, self.seqs, self.first_labels, self.second_labellers,
+                self.second_labels, self.second_seconds)
+
     def append(self, a: Segment | PackedSegment, b: Segment | PackedSegment, label: float, labeller: str = "",
-               seconds: float | None = None) -> None:
-        """Add one labelled pair (label: P(a preferred)), evicting the oldest pair if full."""
+               seconds: float | None = None, seq: int = -1) -> None:
+        """Add one labelled pair (label: P(a preferred)), the run's ``seq``-th label, evicting the oldest pair if
+        full."""
         for seg in (a, b):
             if seg.seg_id not in self.segments:
                 self.segments[seg.seg_id] = pack(seg)
             self._refs[seg.seg_id] = self._refs.get(seg.seg_id, 0) + 1
-        self.prefs.append((a.seg_id, b.seg_id, float(label)))
+        label = float(label)
+        self.prefs.append((a.seg_id, b.seg_id, label))
         self.labellers.append(labeller)
-        self.answer_seconds.append(math.nan if seconds is None else float(seconds))
+        self.answer_seconds.append(_or_nan(seconds))
+        self.seqs.append(int(seq))
+        self.first_labels.append(label)
+        self.second_labellers.append("")
+        self.second_labels.append(math.nan)
+        self.second_seconds.append(math.nan)
         while len(self.prefs) > self.maxlen:
-            self.labellers.popleft()
-            self.answer_seconds.popleft()
-            for seg_id in self.prefs.popleft()[:2]:
-                self._refs[seg_id] -= 1
-                if self._refs[seg_id] == 0:
-                    del self._refs[seg_id], self.segments[seg_id]
+            self._drop(0)
+
+    def index_of(self, seq: int) -> int | None:
+        """Where the run's ``seq``-th label is among the pairs (None: not held, or ``seq`` unknown)."""
+        if seq < 0:
+            return None  # -1 marks every pair whose number was not recorded
+        try:
+            return self.seqs.index(seq)
+        except ValueError:
+            return None
+
+    def remove(self, seq: int) -> bool:
+        """Take the run's ``seq``-th label out (its clips go with it unless another pair uses them); returns whether
+        it was held."""
+        i = self.index_of(seq)
+        if i is None:
+            return False
+        self._drop(i)
+        return True
+
+    def _drop(self, i: int) -> None:
+        a, b, _ = self.prefs[i]
+        self._set_second(i, "", math.nan, math.nan)  # uncounts its agreement
+        for column in self._columns():
+            del column[i]
+        for seg_id in (a, b):
+            self._refs[seg_id] -= 1
+            if self._refs[seg_id] == 0:
+                del self._refs[seg_id], self.segments[seg_id]
+
+    def set_second(self, seq: int, labeller: str, label: float, seconds: float | None = None) -> bool:
+        """Record ``labeller``'s second answer to the pair of the run's ``seq``-th label (replacing an earlier second
+        answer); returns False, changing nothing, if the label is not held or ``labeller`` gave it."""
+        i = self.index_of(seq)
+        if i is None or not labeller or labeller == self.labellers[i]:
+            return False  # a labeller agreeing with themselves is no second opinion
+        self._set_second(i, labeller, float(label), _or_nan(seconds))
+        return True
+
+    def remove_second(self, seq: int, labeller: str) -> bool:
+        """Take ``labeller``'s second answer to the ``seq``-th label back: the pair trains on its first answer again.
+        Returns False, changing nothing, if the label is not held or its second answer is not ``labeller``'s."""
+        i = self.index_of(seq)
+        if i is None or not labeller or self.second_labellers[i] != labeller:
+            return False
+        self._set_second(i, "", math.nan, math.nan)
+        return True
+
+    def _set_second(self, i: int, labeller: str, label: float, seconds: float) -> None:
+        """The ``i``-th pair's second answer becomes ``labeller``'s (""; none), its training label and the agreement
+        counts follow."""
+        first_by, first = self.labellers[i], self.first_labels[i]
+        if self.second_labellers[i]:
+            self.agreement.remove(first_by, first, self.second_labellers[i], self.second_labels[i])
+        if labeller:
+            self.agreement.add(first_by, first, labeller, label)
+        self.second_labellers[i], self.second_labels[i], self.second_seconds[i] = labeller, label, seconds
+        a, b, _ = self.prefs[i]
+        self.prefs[i] = (a, b, combined_label(first, label) if labeller else first)
 
     def batch(self, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Frames of both sides ``(n, length, *frame_shape)`` and labels ``(n,)`` of the given pairs."""
@@ -93,9 +177,11 @@ class PrefDB:
         return frames_a, frames_b, labels
 
     # -- files ----------------------------------------------------------------
-    def save(self, path: str, n_labels: int | None = None, val_fraction: float | None = None) -> None:
+    def save(self, path: str, n_labels: int | None = None, val_fraction: float | None = None,
+             instructions: str | None = None, retracted: Iterable[int] = ()) -> None:
         """Write atomically to ``path`` (see the module docstring); ``n_labels``: the run's label count now;
-        ``val_fraction``: the run's validation split."""
+        ``val_fraction``: the run's validation split; ``instructions``: what the labellers were asked;
+        ``retracted``: the numbers of the run's labels taken back."""
         ids = sorted(self.segments)
         first = self.segments[ids[0]] if ids else None
         header = {
@@ -108,6 +194,8 @@ class PrefDB:
             "frame_dtype": first.packed_frames[2].str if first else None,
             "n_labels": n_labels,
             "val_fraction": val_fraction,
+            "instructions": instructions,
+            "retracted": sorted(int(seq) for seq in retracted),
         }
         prefs = np.array(self.prefs, dtype=np.float64).reshape(-1, 3)
         with atomic_write(path) as raw, gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=0) as f:
@@ -116,8 +204,13 @@ class PrefDB:
             _write(f, np.stack([self.segments[i].rewards for i in ids]) if ids else np.zeros((0, 0)))
             _write(f, prefs[:, :2].astype(np.int64))
             _write(f, prefs[:, 2].copy())
-            _write(f, np.array(list(self.labellers) or [""], dtype=str)[:len(self.prefs)])
+            _write(f, _texts(self.labellers))
             _write(f, np.array(self.answer_seconds, dtype=np.float64))
+            _write(f, np.array(self.seqs, dtype=np.int64))
+            _write(f, np.array(self.first_labels, dtype=np.float64))
+            _write(f, _texts(self.second_labellers))
+            _write(f, np.array(self.second_labels, dtype=np.float64))
+            _write(f, np.array(self.second_seconds, dtype=np.float64))
             for i in ids:
                 _write(f, np.frombuffer(self.segments[i].packed_frames[0], dtype=np.uint8))
 
@@ -132,18 +225,13 @@ class PrefDB:
         header = _read_header(f, path)
         ids, rewards, pair_ids, labels = _read(f), _read(f), _read(f), _read(f)
         n_seg, n_prefs = int(header["n_segments"]), int(header["n_prefs"])
-        labellers = _read(f) if header["version"] >= 3 else np.full(n_prefs, "")
-        seconds = _read(f) if header["version"] >= 3 else np.full(n_prefs, np.nan)
         if ids.shape != (n_seg,) or pair_ids.shape != (n_prefs, 2) or labels.shape != (n_prefs,):
             raise _format_error(path, "array shapes disagree with the header")
-        if labellers.shape != (n_prefs,) or labellers.dtype.kind != "U":
-            raise _format_error(path, "who gave the labels is not one text per label")
-        if seconds.shape != (n_prefs,) or seconds.dtype.kind != "f":
-            raise _format_error(path, "the answers' durations are not one number per label")
+        if not np.all(np.isin(labels, LABEL_VALUES)):
+            raise _format_error(path, "labels must be 0, 0.5 or 1")
+        answers = _read_answers(f, path, header, labels)
         if n_seg and rewards.shape != (n_seg, header["segment_shape"][0]):
             raise _format_error(path, "rewards do not match the segment length")
-        if not np.all(np.isin(labels, (0.0, 0.5, 1.0))):
-            raise _format_error(path, "labels must be 0, 0.5 or 1")
         segments: dict[int, PackedSegment] = {}
         shape = tuple(header["segment_shape"] or ())
         dtype = np.dtype(header["frame_dtype"] or "u1")
@@ -163,14 +251,66 @@ class PrefDB:
         if f.read(1):
             raise _format_error(path, "unexpected data after the last segment")
         db = cls(maxlen if maxlen is not None else int(header["maxlen"]))
-        for (a, b), label, labeller, secs in zip(pair_ids.tolist(), labels.tolist(), labellers.tolist(),
-                                                 seconds.tolist()):
+        for (a, b), labeller, secs, seq, first, second_by, second, second_secs in zip(
+                pair_ids.tolist(), *(column.tolist() for column in answers)):
             if a not in segments or b not in segments:
                 raise _format_error(path, f"a preference refers to missing segment {a} or {b}")
-            db.append(segments[a], segments[b], label, labeller, secs)
+            db.append(segments[a], segments[b], first, labeller, secs, seq)
+            if second_by:
+                db._set_second(len(db) - 1, second_by, second, second_secs)
         db.n_labels_when_saved = None if header.get("n_labels") is None else int(header["n_labels"])
         db.val_fraction_when_saved = None if header.get("val_fraction") is None else float(header["val_fraction"])
+        db.instructions_when_saved, db.retracted_when_saved = _read_task(header, path)
         return db
+
+
+def _read_answers(f: gzip.GzipFile, path: str, header: dict, labels: np.ndarray) -> list[np.ndarray]:
+    """The per-pair columns after the labels, checked: who answered, how fast, the label's number, the first answer,
+    and the second answer (who, label, how fast); files of older versions get what they did not record."""
+    n = len(labels)
+    version = header["version"]
+    labellers = _read(f) if version >= 3 else np.full(n, "")
+    seconds = _read(f) if version >= 3 else np.full(n, np.nan)
+    if labellers.shape != (n,) or labellers.dtype.kind != "U":
+        raise _format_error(path, "who gave the labels is not one text per label")
+    if seconds.shape != (n,) or seconds.dtype.kind != "f":
+        raise _format_error(path, "the answers' durations are not one number per label")
+    if version < 4:
+        return [labellers, seconds, np.full(n, -1), labels, np.full(n, ""), np.full(n, np.nan), np.full(n, np.nan)]
+    seqs, first, second_by, second, second_seconds = _read(f), _read(f), _read(f), _read(f), _read(f)
+    if seqs.shape != (n,) or seqs.dtype.kind not in "iu":
+        raise _format_error(path, "the labels' numbers are not one whole number per label")
+    if second_by.shape != (n,) or second_by.dtype.kind != "U":
+        raise _format_error(path, "who gave the second answers is not one text per label")
+    if any(a.shape != (n,) or a.dtype.kind != "f" for a in (first, second, second_seconds)):
+        raise _format_error(path, "the first and second answers are not one number per label")
+    answered_twice = second_by != ""
+    if not np.all(np.isin(first, LABEL_VALUES)) or not np.all(np.isin(second[answered_twice], LABEL_VALUES)) or \
+            not np.all(np.isnan(second[~answered_twice])):
+        raise _format_error(path, "answers must be 0, 0.5 or 1 (a second answer NaN where none was given)")
+    combined = np.where(answered_twice & (first != second), 0.5, first)
+    if not np.array_equal(labels, combined):
+        raise _format_error(path, "labels disagree with the answers they combine")
+    return [labellers, seconds, seqs, first, second_by, second, second_seconds]
+
+
+def _read_task(header: dict, path: str) -> tuple[str | None, list[int]]:
+    """The header's instructions and retracted labels' numbers (none in files of versions 1-3)."""
+    instructions, retracted = header.get("instructions"), header.get("retracted", [])
+    if instructions is not None and not isinstance(instructions, str):
+        raise _format_error(path, "the instructions are not text")
+    if not isinstance(retracted, list) or not all(type(seq) is int for seq in retracted):
+        raise _format_error(path, "the retracted labels are not a list of numbers")
+    return instructions, retracted
+
+
+def _or_nan(seconds: float | None) -> float:
+    return math.nan if seconds is None else float(seconds)
+
+
+def _texts(texts: deque[str]) -> np.ndarray:
+    """A fixed-width text array (a Unicode one even when empty, as the reader checks)."""
+    return np.array(list(texts) or [""], dtype=str)[:len(texts)]
 
 
 def _write(f: gzip.GzipFile, array: np.ndarray) -> None:
@@ -217,7 +357,9 @@ class PrefBuffer:
     Exactly ``val_fraction`` of preferences go to validation, spread evenly
     (with 0.2, every fifth), so even a small database has a validation set. Where
     a label goes depends only on its sequence number in the run, so replaying a
-    journal puts every label where it went the first time.
+    journal puts every label where it went the first time. A label taken back by its
+    labeller leaves its database, and its number joins ``retracted`` (numbers are never
+    reused).
     """
 
     def __init__(self, max_prefs: int, val_fraction: float) -> None:
@@ -228,6 +370,18 @@ class PrefBuffer:
         self.val_db = PrefDB(max(1, n_val))
         self.val_fraction = val_fraction
         self.n_received = 0  # labels of the run so far: the next label's sequence number
+        self.retracted: set[int] = set()  # numbers of the run's labels their labeller took back
+        self.instructions: str | None = None  # what the labellers were asked (the run's labelling_instructions)
+
+    @property
+    def n_labels(self) -> int:
+        """The run's labels not taken back: what the label budget counts."""
+        return self.n_received - len(self.retracted)
+
+    @property
+    def agreement(self) -> Agreement:
+        """Pairs answered twice, per labeller pair, over both databases."""
+        return Agreement.total(self.train_db.agreement, self.val_db.agreement)
 
     def db_for(self, seq: int) -> PrefDB:
         """The database the run's ``seq``-th label belongs to."""
@@ -238,8 +392,31 @@ class PrefBuffer:
             labeller: str = "", seconds: float | None = None) -> None:
         """Add the run's seq-th label (None: the next) to the database its number routes it to."""
         seq = self.n_received if seq is None else seq
-        self.db_for(seq).append(a, b, label, labeller, seconds)
+        self.db_for(seq).append(a, b, label, labeller, seconds, seq)
         self.n_received = max(self.n_received, seq + 1)
+
+    def retract(self, seq: int, labeller: str) -> bool:
+        """``labeller`` takes back their answer to the run's ``seq``-th label: the label itself if they gave it (it
+        leaves its database and ``seq`` joins ``retracted``), else their second answer to it. Returns False, changing
+        nothing, for anything else: another labeller's answer, an unknown or evicted label, one already retracted."""
+        if seq < 0 or seq in self.retracted:
+            return False
+        db = self.db_for(seq)
+        i = db.index_of(seq)
+        if i is None:
+            return False
+        if db.labellers[i] != labeller:
+            return db.remove_second(seq, labeller)
+        db.remove(seq)
+        self.retracted.add(seq)
+        return True
+
+    def add_second(self, seq: int, labeller: str, label: float, seconds: float | None = None) -> bool:
+        """Record ``labeller``'s second answer to the pair of the run's ``seq``-th label; returns False, changing
+        nothing, if the label is gone (retracted, evicted, unknown) or ``labeller`` gave it."""
+        if seq < 0 or seq in self.retracted:
+            return False
+        return self.db_for(seq).set_second(seq, labeller, label, seconds)
 
     @property
     def segment_ids(self) -> set[int]:
@@ -255,13 +432,18 @@ class PrefBuffer:
     def save(self, directory: str) -> list[str]:
         """Write ``train.pkl.gz`` and ``val.pkl.gz`` into ``directory`` (atomically); returns their paths."""
         paths = list(LogDir(directory).snapshot)
-        self.train_db.save(paths[0], self.n_received, self.val_fraction)
-        self.val_db.save(paths[1], self.n_received, self.val_fraction)
+        for db, path in zip((self.train_db, self.val_db), paths):
+            db.save(path, self.n_received, self.val_fraction, self.instructions, self.retracted)
         return paths
 
     @classmethod
     def load(cls, directory: str, max_prefs: int, val_fraction: float) -> PrefBuffer:
-        """The labels in ``directory``: its snapshot (train.pkl.gz, val.pkl.gz) plus its label journal."""
+        """The labels in ``directory``: its snapshot (train.pkl.gz, val.pkl.gz) plus its label journal.
+
+        The journal's records are applied in order on top of the snapshot, and applying one the snapshot already
+        holds changes nothing: a label it covers is skipped, a retraction of a label already retracted is a no-op,
+        a label retracted is not added again, a second answer to a label that is gone is ignored. The instructions
+        are the newest recorded: the journal's, else the snapshot's."""
         train_path, val_path = LogDir(directory).snapshot
         has_snapshot = [os.path.exists(p) for p in (train_path, val_path)]
         if not all(has_snapshot) and (any(has_snapshot) or not LogDir(directory).journal_files()):
@@ -273,17 +455,35 @@ class PrefBuffer:
         buffer = cls(max_prefs, val_fraction)
         covered = {id(buffer.train_db): 0, id(buffer.val_db): 0}  # labels each snapshot file holds
         if all(has_snapshot):
-            buffer.train_db = PrefDB.load(train_path, maxlen=buffer.train_db.maxlen)
-            buffer.val_db = PrefDB.load(val_path, maxlen=buffer.val_db.maxlen)
+            buffer._load_snapshot(train_path, val_path)
             n_old_format = len(buffer.train_db) + len(buffer.val_db)
             covered = {id(db): n_old_format if db.n_labels_when_saved is None else db.n_labels_when_saved
                        for db in (buffer.train_db, buffer.val_db)}
             buffer.n_received = max(covered.values())
         for rec in read_journal(directory):
-            # Both files are written at each snapshot, but a crash between the two leaves one behind.
-            if rec.seq >= covered[id(buffer.db_for(rec.seq))]:
-                buffer.add(rec.a, rec.b, rec.label, rec.seq, rec.labeller, rec.seconds)
+            if isinstance(rec, JournalLabel):
+                # Both files are written at each snapshot, but a crash between the two leaves one behind.
+                if rec.seq >= covered[id(buffer.db_for(rec.seq))] and rec.seq not in buffer.retracted:
+                    buffer.add(rec.a, rec.b, rec.label, rec.seq, rec.labeller, rec.seconds)
+                buffer.n_received = max(buffer.n_received, rec.seq + 1)
+            elif isinstance(rec, JournalRetraction):
+                buffer.retract(rec.seq, rec.labeller)
+            elif isinstance(rec, JournalSecondAnswer):
+                buffer.add_second(rec.seq, rec.labeller, rec.label, rec.seconds)
+            elif isinstance(rec, JournalTask):
+                buffer.instructions = rec.instructions
         return buffer
+
+    def _load_snapshot(self, train_path: str, val_path: str) -> None:
+        self.train_db = PrefDB.load(train_path, maxlen=self.train_db.maxlen)
+        self.val_db = PrefDB.load(val_path, maxlen=self.val_db.maxlen)
+        newer = max((self.train_db, self.val_db), key=lambda db: db.n_labels_when_saved or 0)
+        self.instructions = newer.instructions_when_saved
+        self.retracted = set(self.train_db.retracted_when_saved) | set(self.val_db.retracted_when_saved)
+        for db in (self.train_db, self.val_db):
+            # A crash between writing the two files leaves one older: it may hold a label the other says is retracted.
+            for seq in [seq for seq in db.seqs if seq in self.retracted]:
+                db.remove(seq)
 
     @classmethod
     def load_all(cls, directory: str, val_fraction: float | None = None) -> PrefBuffer:
@@ -317,6 +517,7 @@ def clip_format(directory: str) -> tuple[tuple[int, ...], np.dtype]:
         if header.get("segment_shape"):
             return tuple(header["segment_shape"]), np.dtype(header["frame_dtype"])
     for rec in read_journal(directory):
-        return rec.a.packed_frames[1], rec.a.packed_frames[2]
+        if isinstance(rec, JournalLabel):
+            return rec.a.packed_frames[1], rec.a.packed_frames[2]
     raise NoLabelsError(f"{directory!r} holds no labelled clips (no train.pkl.gz with pairs, no label journal). "
                             "Point it at the log_dir of a run that collected labels.")

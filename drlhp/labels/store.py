@@ -2,7 +2,8 @@
 
 At start the store loads the labels the run builds on (its own when resuming, else ``prefs_dir``'s) and,
 when the run journals, writes one snapshot into its log_dir if the journal or another directory added
-labels, so the log_dir alone holds every label. Labels then arrive as ``drlhp.labels.stream`` records. A
+labels, so the log_dir alone holds every label. Labels then arrive as ``drlhp.labels.stream`` records, with
+the labellers' retractions and second answers. A
 snapshot of the log_dir is due once the labels since the last are as many as the older ones in the database
 (so rewriting it costs at most as much again as journaling them did), or every ``snapshot_interval``
 seconds; the journal holds everything in between, and its writer drops what a snapshot holds.
@@ -16,9 +17,10 @@ from dataclasses import dataclass
 
 from drlhp.clips.frames import FrameSpec, check_format
 from drlhp.clips.segments import PackedSegment
+from drlhp.labels.agreement import Agreement
 from drlhp.labels.journal import remove_journal
 from drlhp.labels.pref_db import PrefBuffer
-from drlhp.labels.stream import ForgetSegment, LabelRecord, Preference, SegmentData
+from drlhp.labels.stream import ForgetSegment, LabelRecord, Preference, Retraction, SecondAnswer, SegmentData
 from drlhp.storage.layout import LogDir
 from drlhp.storage.run_dir import refuse_earlier_labels
 
@@ -35,7 +37,8 @@ class LabelStoreConfig:
     ``collecting``: labels arrive during the run (so they must not overwrite an earlier run's);
     ``journaling``: the preference interface journals each one in ``log_dir`` (so the store writes
     snapshots there that let the journal shrink); ``clip_length``: the length of the clips the run
-    cuts (None: it cuts none and trains on whatever clips its labels have).
+    cuts (None: it cuts none and trains on whatever clips its labels have); ``instructions``: what the run
+    asks its labellers (recorded with the labels; None: the labels keep what they recorded).
     """
 
     log_dir: str
@@ -48,6 +51,7 @@ class LabelStoreConfig:
     snapshot_interval: float | None
     frame_spec: FrameSpec
     clip_length: int | None
+    instructions: str | None = None
 
 
 class LabelStore:
@@ -58,7 +62,7 @@ class LabelStore:
         self.config = config
         self.files = LogDir(config.log_dir)
         self.buffer = self._load()
-        self.n_unsaved = 0  # labels since the last snapshot in log_dir
+        self.n_unsaved = 0  # records (labels, retractions, second answers) since the last snapshot in log_dir
         self.n_in_snapshot = self.buffer.n_received  # the run's labels log_dir's snapshot holds
         self._clips: dict[int, PackedSegment] = {}  # sent by the interface, which may still pair them
         self._next_snapshot = time.monotonic() + (config.snapshot_interval or 0)
@@ -74,6 +78,7 @@ class LabelStore:
         buffer = PrefBuffer.load(source, c.max_labels, c.val_fraction) if source else PrefBuffer(
             c.max_labels, c.val_fraction)
         self._check_clips(buffer, source)
+        self._take_instructions(buffer, source)
         labels_from_elsewhere = buffer.n_received and not same_dir(source, c.log_dir)
         if c.journaling and (self.files.journal_files() or labels_from_elsewhere):
             # One snapshot in log_dir holds them all, so the run's log_dir alone has every label.
@@ -92,6 +97,17 @@ class LabelStore:
                      (shape[0] if length is None else length, *spec.shape), spec.dtype,
                      f"Use the {settings} they were collected with (segment_length={shape[0]}).")
 
+    def _take_instructions(self, buffer: PrefBuffer, source: str | None) -> None:
+        """The run's instructions become the labels' (a warning if the labels loaded were asked something else)."""
+        new = self.config.instructions
+        if new is None:
+            return
+        if buffer.instructions is not None and buffer.instructions != new:
+            log.warning("the labels in %s were asked with the instructions %r; this run asks %r: the database will "
+                        "record only the new ones (its earlier labels answer the old)", source, buffer.instructions,
+                        new)
+        buffer.instructions = new
+
     @property
     def next_seg_id(self) -> int:
         """A clip id past every clip the run has: where the interface's numbering of new clips starts."""
@@ -104,7 +120,8 @@ class LabelStore:
 
     # -- while the run goes on ---------------------------------------------------------
     def add(self, record: LabelRecord) -> None:
-        """Take one record of the interface's stream: a clip, a label of two clips it sent, or a clip forgotten."""
+        """Take one record of the interface's stream: a clip, a label of two clips it sent, a clip forgotten, a
+        label (or second answer) taken back, or a second answer."""
         if isinstance(record, SegmentData):
             self._clips[record.segment.seg_id] = record.segment
         elif isinstance(record, ForgetSegment):
@@ -113,6 +130,16 @@ class LabelStore:
             self.buffer.add(self._clips[record.seg_id_a], self._clips[record.seg_id_b], record.label, record.seq,
                             record.labeller, record.seconds)
             self.n_unsaved += 1
+        elif isinstance(record, Retraction):
+            if not self.buffer.retract(record.seq, record.labeller):
+                log.info("label %d: nothing of %s's to take back (not their answer, or gone)", record.seq,
+                         record.labeller)
+            self.n_unsaved += 1  # its journal record is dropped only once a snapshot holds it
+        elif isinstance(record, SecondAnswer):
+            if not self.buffer.add_second(record.seq, record.labeller, record.label, record.seconds):
+                log.info("label %d: %s's second answer ignored (the label is gone, or theirs)", record.seq,
+                         record.labeller)
+            self.n_unsaved += 1
         else:
             raise TypeError(f"not a label record: {type(record).__name__}")
 
@@ -120,6 +147,11 @@ class LabelStore:
     def n_labels(self) -> int:
         """Labels held for training and validation (the oldest are evicted past ``max_labels``)."""
         return len(self.buffer.train_db) + len(self.buffer.val_db)
+
+    @property
+    def agreement(self) -> Agreement:
+        """Pairs answered twice per labeller pair, among the pairs held: current with every record taken."""
+        return self.buffer.agreement
 
     def snapshot_if_due(self) -> bool:
         """Write log_dir's snapshot if the labels since the last one call for it; returns whether it did."""

@@ -2,20 +2,29 @@
 scalars (with ``tensorboard_log``), and a line of the log."""
 from __future__ import annotations
 
+import csv
+import io
 import logging
 import math
+import os
 import time
 
+from drlhp.labels.agreement import Agreement
 from drlhp.reward.learner import Evaluation
 from drlhp.reward.tensorboard_log import ScalarLog
-from drlhp.storage.files import append_csv_row
+from drlhp.storage.files import append_csv_row, atomic_write
 
 log = logging.getLogger("drlhp.learner")
 
 #: The columns of ``reward_training_metrics.csv`` (``drlhp plot`` reads them; a file of other columns is set aside).
+#: ``labels``: every label of the run; ``labels_retracted``: those their labeller took back; ``agreement``: the share
+#: of pairs answered twice (``pairs_answered_twice``, among the pairs held) that got the same answer (nan: none).
 METRICS_COLUMNS = ("training_step", "wall_time_s", "labels", "labels_asked", "labels_remaining", "n_train_prefs",
                    "n_val_prefs", "train_loss", "train_accuracy", "val_loss", "val_accuracy", "l2_coefficient",
-                   "pairs_per_second")
+                   "pairs_per_second", "labels_retracted", "pairs_answered_twice", "agreement")
+#: The columns before labels could be taken back or answered twice; such rows had neither, so they read 0, 0, nan.
+COLUMNS_BEFORE_UNDO = METRICS_COLUMNS[:13]
+_AS_BEFORE_UNDO = {"labels_retracted": 0, "pairs_answered_twice": 0, "agreement": math.nan}
 
 
 class MetricsLog:
@@ -23,19 +32,25 @@ class MetricsLog:
 
     def __init__(self, path: str, tensorboard_log: str | None = None) -> None:
         self.path = path
+        add_columns_since_undo(path)  # a resumed run's file goes on, rather than being set aside for its columns
         self.scalars = ScalarLog(tensorboard_log) if tensorboard_log else None
         self._start = time.monotonic()
 
-    def write(self, evaluation: Evaluation, labels: int, labels_asked: int, labels_remaining: int | None) -> dict:
-        """Record one checkpoint: ``labels`` the run has, ``labels_asked`` and ``labels_remaining`` of its budget
-        (None: no budget). Returns the CSV row."""
+    def write(self, evaluation: Evaluation, labels: int, labels_asked: int, labels_remaining: int | None,
+              labels_retracted: int = 0, agreement: Agreement | None = None) -> dict:
+        """Record one checkpoint: ``labels`` the run has (``labels_retracted`` of them taken back), ``labels_asked``
+        and ``labels_remaining`` of its budget (None: no budget), the labellers' ``agreement`` on the pairs answered
+        twice (None: none were). Returns the CSV row."""
         e = evaluation
+        agreement = agreement or Agreement()
         row = {"training_step": e.training_step, "wall_time_s": round(time.monotonic() - self._start, 3),
                "labels": labels, "labels_asked": labels_asked,
                "labels_remaining": math.nan if labels_remaining is None else labels_remaining,
                "n_train_prefs": e.n_train_prefs, "n_val_prefs": e.n_val_prefs, "train_loss": e.train_loss,
                "train_accuracy": e.train_accuracy, "val_loss": e.val_loss, "val_accuracy": e.val_accuracy,
-               "l2_coefficient": e.l2_coefficient, "pairs_per_second": e.pairs_per_second}
+               "l2_coefficient": e.l2_coefficient, "pairs_per_second": e.pairs_per_second,
+               "labels_retracted": labels_retracted, "pairs_answered_twice": agreement.n_pairs,
+               "agreement": agreement.rate()}
         append_csv_row(self.path, METRICS_COLUMNS, row)
         if self.scalars is not None:
             self.scalars.add(e.training_step, {
@@ -44,7 +59,8 @@ class MetricsLog:
                 "reward/pairs_per_second": e.pairs_per_second, "reward/labels": labels,
                 "reward/labels_asked": labels_asked, "reward/prefs_in_db": e.n_train_prefs + e.n_val_prefs,
                 "reward/l2_coefficient": e.l2_coefficient, "reward/raw_reward_mean": e.raw_reward_mean,
-                "reward/raw_reward_std": e.raw_reward_std})
+                "reward/raw_reward_std": e.raw_reward_std, "labels/retracted": labels_retracted,
+                **agreement_scalars(agreement)})
         log.info("reward step %d: train loss %.4f acc %.3f | val loss %.4f acc %.3f | %d/%d prefs | L2 %.2g | "
                  "%.0f pairs/s", e.training_step, e.train_loss, e.train_accuracy, e.val_loss, e.val_accuracy,
                  e.n_train_prefs, e.n_val_prefs, e.l2_coefficient, e.pairs_per_second)
@@ -53,3 +69,30 @@ class MetricsLog:
     def close(self) -> None:
         if self.scalars is not None:
             self.scalars.close()
+
+
+def agreement_scalars(agreement: Agreement) -> dict[str, float]:
+    """TensorBoard's agreement curves: over all labeller pairs, and per pair (``labels/agreement/<a>~<b>``); none
+    until a pair is answered twice (a NaN point would only break the curve)."""
+    if not agreement.n_pairs:
+        return {}
+    return {"labels/agreement": agreement.rate(),
+            **{f"labels/agreement/{a}~{b}": rate for a, b, _, _, rate in agreement.rows()}}
+
+
+def add_columns_since_undo(path: str) -> None:
+    """Rewrite a metrics file of ``COLUMNS_BEFORE_UNDO`` (a run resumed from an older drlhp) with every column,
+    its rows reading what they were then: none retracted, none answered twice, agreement nan."""
+    if not os.path.exists(path):
+        return
+    with open(path, newline="") as f:
+        reader = csv.DictReader(f)
+        if reader.fieldnames != list(COLUMNS_BEFORE_UNDO):
+            return
+        rows = list(reader)
+    text = io.StringIO()
+    writer = csv.DictWriter(text, METRICS_COLUMNS)
+    writer.writeheader()
+    writer.writerows({**row, **_AS_BEFORE_UNDO} for row in rows)
+    with atomic_write(path) as f:  # a crash leaves the old file whole, never half of the new one
+        f.write(text.getvalue().encode())

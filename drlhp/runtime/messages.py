@@ -3,12 +3,16 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from drlhp.labels.agreement import Agreement
+
 
 class RunStart(NamedTuple):
-    """Trainer -> interface, once the run's earlier labels are loaded: where numbering continues."""
+    """Trainer -> interface, once the run's earlier labels are loaded: where numbering and counts continue."""
 
     first_seg_id: int  # added to the env side's clip numbers (0, 1, ...), so ids never repeat in a log_dir
     next_seq: int  # the sequence number of the run's next label
+    n_retracted: int = 0  # the run's labels taken back: the label budget has counted next_seq - n_retracted
+    agreement: Agreement | None = None  # pairs answered twice so far, per labeller pair (the live count goes on)
 
 
 class SavePrefs(NamedTuple):

@@ -60,7 +60,7 @@ def run_reward_trainer(config: TrainerConfig, pref_queue, run_start, commands, r
         return
     store = trainer.store
     if config.collect_prefs:
-        run_start.put(RunStart(store.next_seg_id, store.next_seq))
+        run_start.put(RunStart(store.next_seg_id, store.next_seq, len(store.buffer.retracted), store.agreement))
     replies.put(TrainerReady(len(store.buffer.train_db), len(store.buffer.val_db), store.buffer.n_received,
                              trainer.learner.step))
     trainer.run()
@@ -167,7 +167,8 @@ class RewardTrainerProcess:
     def _log(self, evaluation: Evaluation) -> None:
         asked = self.stats.labels_asked.value
         self.metrics.write(evaluation, self.store.buffer.n_received, asked,
-                           labels_remaining(self.config.label_budget, asked))
+                           labels_remaining(self.config.label_budget, asked), len(self.store.buffer.retracted),
+                           self.store.agreement)
 
     def _serve_command(self, timeout: float) -> None:
         try:

@@ -120,7 +120,7 @@ def test_a_person_labels_pairs_in_the_terminal_while_clips_play(tmp_path, screen
     assert "SAVED" in screen()
     train, val = PrefDB.load(str(tmp_path / "train.pkl.gz")), PrefDB.load(str(tmp_path / "val.pkl.gz"))
     assert [label for _, _, label in train.prefs] + [label for _, _, label in val.prefs] == [1.0, 0.5, 1.0]
-    assert train.instructions == task  # the database says what its labels were asked for
+    assert train.instructions_when_saved == task  # the database says what its labels were asked for
 
     with open(tmp_path / "human_labels.csv") as f:
         rows = list(csv.DictReader(f))

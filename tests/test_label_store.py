@@ -26,7 +26,8 @@ def clip(i: int) -> Segment:
 
 def store(log_dir, **changes) -> LabelStore:
     base = dict(log_dir=str(log_dir), prefs_dir=None, resume=False, max_labels=1000, val_fraction=0.2,
-                collecting=True, journaling=True, snapshot_interval=None, frame_spec=SPEC, clip_length=LENGTH)
+                collecting=True, journaling=True, snapshot_interval=None, frame_spec=SPEC, clip_length=LENGTH,
+                instructions=None)
     return LabelStore(LabelStoreConfig(**{**base, **changes}))
 
 

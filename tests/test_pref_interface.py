@@ -145,7 +145,7 @@ def test_a_concurrent_labeller_gets_pairs_on_offer_and_its_answers_are_recorded(
             self.offered = []
             return answers
 
-        def set_progress(self, run_labels, asked):
+        def set_progress(self, run_labels, asked, agreement=None):
             self.progress = (run_labels, asked)
 
         def acknowledge(self, answer):
@@ -203,7 +203,15 @@ class LongerClipWins:
 
 
 def test_a_users_own_labeller_meets_the_labeller_protocol_and_nothing_more_is_asked_of_it():
-    from drlhp.labellers import ConcurrentLabeller, Labeller, ServesPage, ShowsEpisodes, TimesAnswers
+    from drlhp.labellers import (
+        ConcurrentLabeller,
+        GivesSecondOpinions,
+        Labeller,
+        NamesAnswerers,
+        ServesPage,
+        ShowsEpisodes,
+        TimesAnswers,
+    )
 
     mine = LongerClipWins()
     assert isinstance(mine, Labeller)
@@ -221,11 +229,20 @@ def test_a_users_own_labeller_meets_the_labeller_protocol_and_nothing_more_is_as
 
 
 def test_the_built_in_labellers_declare_what_the_interface_asks_of_them():
-    from drlhp.labellers import ConcurrentLabeller, Labeller, ServesPage, ShowsEpisodes, TimesAnswers
+    from drlhp.labellers import (
+        ConcurrentLabeller,
+        GivesSecondOpinions,
+        Labeller,
+        NamesAnswerers,
+        ServesPage,
+        ShowsEpisodes,
+        TimesAnswers,
+    )
     from drlhp.labelling.human import HumanLabeller
 
     synthetic = SyntheticLabeller()
     assert isinstance(synthetic, Labeller) and not isinstance(synthetic, (ShowsEpisodes, ConcurrentLabeller))
+    assert isinstance(synthetic, NamesAnswerers) and isinstance(synthetic, GivesSecondOpinions)  # several teachers
     person = object.__new__(HumanLabeller)  # its __init__ opens a window and a terminal
     person.last_seconds = None
     assert isinstance(person, ShowsEpisodes) and isinstance(person, TimesAnswers)
@@ -234,5 +251,5 @@ def test_the_built_in_labellers_declare_what_the_interface_asks_of_them():
     from drlhp.labelling.web.labeller import WebLabeller
 
     page = object.__new__(WebLabeller)  # its __init__ starts the web server
-    page.url = "http://127.0.0.1:1/?token=t"
+    page.url, page.owner_url = "http://127.0.0.1:1/?token=t", "http://127.0.0.1:1/owner?token=o"
     assert isinstance(page, ConcurrentLabeller) and isinstance(page, ServesPage) and isinstance(page, ShowsEpisodes)

@@ -1,5 +1,7 @@
-"""Taking answers back and asking second labellers, in the preference interface alone (no process): what is
-journaled and sent, what the budget counts, and the agreement two simulated teachers reach."""
+"""Taking answers back and asking second labellers: in the preference interface alone (no process), what is
+journaled and sent, what the budget counts, and the agreement two simulated teachers reach; then a whole
+synthetic run of two teachers. The people's side -- keys in a terminal and a browser -- is tested in
+test_human_labelling.py and test_web.py."""
 from __future__ import annotations
 
 import queue
@@ -7,6 +9,9 @@ import queue
 import numpy as np
 import pytest
 
+from conftest import FakePixelEnv, wait_for
+
+from drlhp import HumanPreferencesEnvWrapper
 from drlhp.clips.segments import Segment
 from drlhp.errors import ConfigError, NothingToUndo
 from drlhp.labelling.interface import PrefInterface
@@ -145,3 +150,31 @@ def test_second_opinions_need_someone_to_give_them():
     with pytest.raises(ConfigError, match="labelling_instructions"):
         PreferenceConfig(labelling_instructions="  ")
     PreferenceConfig(second_opinion_share=0.5, synthetic_teachers={"a": SyntheticTeacher(), "b": SyntheticTeacher()})
+
+
+def test_a_synthetic_run_of_two_teachers_reports_the_agreement_their_mistake_rates_imply(tmp_path):
+    n_labels = 400
+    env = HumanPreferencesEnvWrapper(
+        FakePixelEnv(reward_fn=lambda t: float((t * 7919) % 13)), log_dir=str(tmp_path), train_reward=False,
+        label_budget=n_labels, n_initial_prefs=n_labels, synthetic_prefs_per_segment=5, second_opinion_share=1.0,
+        synthetic_teachers={"careful": SyntheticTeacher(), "hasty": SyntheticTeacher(mistake_rate=0.3)}, seed=0,
+        log_level=30)
+    try:
+        env.reset(seed=0)
+
+        def step_until_labelled() -> bool:
+            if any(env.step(0)[2:4]):
+                env.reset()
+            return env.stats()["labels_sent"] == n_labels
+
+        assert wait_for(step_until_labelled, timeout=120, poll=0)
+        stats = env.stats()
+    finally:
+        env.close()
+    buffer = PrefBuffer.load_all(str(tmp_path))
+    dbs = (buffer.train_db, buffer.val_db)
+    ((a, b, n, same, rate),) = stats["agreement"]
+    assert (a, b, n) == ("synthetic:careful", "synthetic:hasty", n_labels)
+    assert stats["agreement"] == tuple(buffer.agreement.rows()) and stats["pairs_answered_twice"] == n_labels
+    ties = np.mean([db.segments[x].rewards.sum() == db.segments[y].rewards.sum() for db in dbs for x, y, _ in db.prefs])
+    assert rate == pytest.approx(ties + (1 - ties) * 0.7, abs=0.06)

@@ -130,7 +130,7 @@ class HumanLabeller:
         """What is printed above each question: the task, and the labels so far with their pace."""
         task = f"\nTask: {self.config.instructions}" if self.config.instructions else ""
         pace = f", {statistics.median(self._seconds):.1f} s each" if self._seconds else ""
-        return f"{task}\n[{self.n_labels} labels{pace}]"
+        return f"{task}\n[{self.n_labels} labels{pace}]\n"
 
     def label(self, a: Segment, b: Segment) -> float | Undo | None:
         cv2, spec = self.cv2, self.config.frame_spec
@@ -138,7 +138,7 @@ class HumanLabeller:
         left = [displayable(f, spec) for f in a.frames]
         right = [displayable(f, spec) for f in b.frames]
         self.prompt.drain()
-        self.prompt.say(f"{self._heading()} Pair {self.n_asked}: clip {a.seg_id} (L) vs clip {b.seg_id} (R). "
+        self.prompt.say(f"{self._heading()}Pair {self.n_asked}: clip {a.seg_id} (L) vs clip {b.seg_id} (R). "
                         f"{QUESTION}")
         tick = 1.0 / self.config.fps
         shown_at = next_frame = time.monotonic()

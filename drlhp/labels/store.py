@@ -51,7 +51,7 @@ class LabelStoreConfig:
     snapshot_interval: float | None
     frame_spec: FrameSpec
     clip_length: int | None
-    instructions: str | None = None
+    instructions: str | None
 
 
 class LabelStore:

@@ -41,7 +41,7 @@ class SharedStats:
         self.labels_asked = ctx.RawValue("q", 0)  # pairs the run asked about (answered or skipped)
         self.labels_sent = ctx.RawValue("q", 0)  # labels answered in this session
         self.prefs_received = ctx.RawValue("q", 0)  # labels the trainer received in this session
-        self.run_labels = ctx.RawValue("q", 0)  # labels of the run: a resumed run's earlier ones too
+        self.run_labels = ctx.RawValue("q", 0)  # labels of the run: a resumed run's earlier ones too, less retracted
         self.training_steps = ctx.RawValue("q", 0)
         self.db_bytes = ctx.RawValue("q", 0)  # clip data the trainer's database holds in memory
         self.labels_in_snapshot = ctx.RawValue("q", 0)  # the run's labels in log_dir's train/val files

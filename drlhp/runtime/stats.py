@@ -30,7 +30,7 @@ class PipelineStats(Mapping[str, Any]):
         labels_asked: pairs the run asked about, answered or skipped (a resumed run's earlier ones too).
         labels_sent: labels answered in this session.
         prefs_received: labels the trainer received in this session.
-        run_labels: labels of the run (a resumed run's earlier ones too).
+        run_labels: labels of the run (a resumed run's earlier ones too), not counting those taken back.
         training_steps: the trainer's training steps.
         db_bytes: clip data the trainer's database holds in memory, compressed.
         labels_in_snapshot: the run's labels in log_dir's train/val snapshot files.

@@ -101,7 +101,8 @@ class RewardTrainerProcess:
         self.metrics = MetricsLog(LogDir(config.log_dir).metrics, config.tensorboard_log)
         self.receiver = LabelReceiver(pref_queue)
         self._next_byte_count = 0.0
-        stats.labels_in_snapshot.value = stats.run_labels.value = self.store.buffer.n_received
+        stats.labels_in_snapshot.value = self.store.buffer.n_received
+        stats.run_labels.value = self.store.buffer.n_labels
         stats.training_steps.value = self.learner.step
 
     def run(self) -> None:
@@ -143,9 +144,8 @@ class RewardTrainerProcess:
             record = self.receiver.arrived.get()
             self.store.add(record)
             n_labels += isinstance(record, Preference)
-        if n_labels:
-            self.stats.prefs_received.value += n_labels
-            self.stats.run_labels.value = self.store.buffer.n_received
+        self.stats.prefs_received.value += n_labels
+        self.stats.run_labels.value = self.store.buffer.n_labels
 
     def _check_receiver(self) -> None:
         if self.receiver.error:
@@ -166,7 +166,7 @@ class RewardTrainerProcess:
 
     def _log(self, evaluation: Evaluation) -> None:
         asked = self.stats.labels_asked.value
-        self.metrics.write(evaluation, self.store.buffer.n_received, asked,
+        self.metrics.write(evaluation, self.store.buffer.n_labels, asked,
                            labels_remaining(self.config.label_budget, asked), len(self.store.buffer.retracted),
                            self.store.agreement)
 

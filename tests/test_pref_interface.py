@@ -205,9 +205,7 @@ class LongerClipWins:
 def test_a_users_own_labeller_meets_the_labeller_protocol_and_nothing_more_is_asked_of_it():
     from drlhp.labellers import (
         ConcurrentLabeller,
-        GivesSecondOpinions,
         Labeller,
-        NamesAnswerers,
         ServesPage,
         ShowsEpisodes,
         TimesAnswers,

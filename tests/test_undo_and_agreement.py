@@ -8,7 +8,6 @@ import queue
 
 import numpy as np
 import pytest
-
 from conftest import FakePixelEnv, wait_for
 
 from drlhp import HumanPreferencesEnvWrapper

@@ -203,13 +203,7 @@ class LongerClipWins:
 
 
 def test_a_users_own_labeller_meets_the_labeller_protocol_and_nothing_more_is_asked_of_it():
-    from drlhp.labellers import (
-        ConcurrentLabeller,
-        Labeller,
-        ServesPage,
-        ShowsEpisodes,
-        TimesAnswers,
-    )
+    from drlhp.labellers import ConcurrentLabeller, Labeller, ServesPage, ShowsEpisodes, TimesAnswers
 
     mine = LongerClipWins()
     assert isinstance(mine, Labeller)

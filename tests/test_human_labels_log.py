@@ -24,7 +24,7 @@ def test_a_run_labelled_in_the_terminal_then_resumed_in_a_browser_writes_one_csv
     terminal = SimpleNamespace(config=SimpleNamespace(log_path=path), n_asked=1, last_seconds=None)
     HumanLabeller._record(terminal, clip(0), clip(1), 1.0, 2.5, 19.7, 0.25)
     HumanLabeller._record(terminal, clip(2), clip(3), None, 1.0, 20.0, 0.5)  # "can't compare"
-    web = SimpleNamespace(config=SimpleNamespace(log_path=path))
+    web = SimpleNamespace(config=SimpleNamespace(log_path=path), pool=SimpleNamespace(recorded=lambda answer: None))
     answer = Answer(clip(4), clip(5), 0.0, "alice", 3.0, 7)
     WebLabeller.acknowledge(web, answer)
     assert answer.done.result(timeout=0)

@@ -204,7 +204,7 @@ def test_a_busy_port_is_a_clear_error(served):
         WebLabeller(page_settings(spec, port))
 
 
-def test_every_acknowledged_answer_survives_a_sigkill_of_the_main_program(tmp_path):
+def test_every_acknowledged_answer_and_take_back_survives_a_sigkill_of_the_main_program(tmp_path):
     script = os.path.join(os.path.dirname(__file__), "scripts", "web_session.py")
     proc = subprocess.Popen([sys.executable, script, str(tmp_path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
@@ -212,16 +212,20 @@ def test_every_acknowledged_answer_survives_a_sigkill_of_the_main_program(tmp_pa
     assert info, proc.stderr.read()
     base, token = info["url"].split("/?token=")
     headers = {"X-Drlhp-Token": token}
-    acknowledged = []
+    acknowledged, n_answers = [], 0
     while len(acknowledged) < 12:
         pair = json.loads(http(base + "/api/next?name=bob", headers=headers)[1])
         if pair["pair"] is None:
             continue
-        label = "LRE"[len(acknowledged) % 3]
+        label = "LRE"[n_answers % 3]
         status, _, _ = http(base + "/api/answer", {"pair": pair["pair"], "label": label, "name": "bob"},
                             headers=headers)
         assert status == 200
         acknowledged.append((pair["left"], pair["right"], {"L": 1.0, "R": 0.0, "E": 0.5}[label], "web:bob"))
+        n_answers += 1
+        if n_answers % 4 == 0:  # every fourth answer taken back: the retraction is acknowledged once journaled
+            assert http(base + "/api/undo", {"pair": pair["pair"], "name": "bob"}, headers=headers)[0] == 200
+            acknowledged.pop()
     os.kill(info["main"], signal.SIGKILL)
     proc.communicate(timeout=60)
     assert wait_for(lambda: gone(info["pref_interface"]) and gone(info["reward_trainer"]), timeout=45)

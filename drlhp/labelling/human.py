@@ -179,17 +179,21 @@ class HumanLabeller:
                 now = time.monotonic()
                 self._last_answer = now
                 fps = (n_frames - 1) / (last_drawn - shown_at) if n_frames > 1 else float("nan")
+                self._count(a, b, label, now - shown_at)
                 self._record(a, b, label, now - shown_at, fps, since_last)
                 return label
             self.idle()
         return None
 
-    def _record(self, a: Segment, b: Segment, label, seconds, fps, since_last) -> None:
-        self.last_seconds = seconds  # the preference interface records it with the label
+    def _count(self, a: Segment, b: Segment, label: float | None, seconds: float) -> None:
+        """A label given: shown in the count and pace, and the person may take it back."""
         if label is not None:
             self.n_labels += 1
             self._undoable.append((self.n_asked, a.seg_id, b.seg_id))
             self._seconds.append(seconds)
+
+    def _record(self, a: Segment, b: Segment, label, seconds, fps, since_last) -> None:
+        self.last_seconds = seconds  # the preference interface records it with the label
         if self.config.log_path:
             log_human_label(self.config.log_path, pair=self.n_asked, clip_left=a.seg_id, clip_right=b.seg_id,
                             label="" if label is None else label, labeller=TERMINAL_LABELLER,

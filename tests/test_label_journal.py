@@ -153,6 +153,17 @@ def test_reading_a_database_routes_the_journals_labels_by_the_runs_own_split(tmp
     assert len(PrefBuffer.load_all(str(tmp_path), val_fraction=0.5).val_db) == 5  # or told
 
 
+def test_a_run_with_no_snapshot_yet_says_its_split_in_its_journal(tmp_path):
+    segs = clips(12)
+    writer = JournalWriter(str(tmp_path), Snapshot(), val_fraction=0.5)
+    for seq in range(10):
+        writer.append(seq, segs[seq], segs[seq + 1], 1.0, "SyntheticLabeller")
+    writer.close()
+    read = PrefBuffer.load_all(str(tmp_path))  # no train.pkl.gz: the journal alone says where its labels went
+    assert read.val_fraction == 0.5 and (len(read.train_db), len(read.val_db)) == (5, 5)
+    assert next(read_journal(str(tmp_path))) == JournalTask(None, 0.5)
+
+
 def labels_in(log_dir):
     return [r.seq for r in read_journal(str(log_dir)) if isinstance(r, JournalLabel)]
 

@@ -21,9 +21,10 @@ File format (``log_dir/label_journal/<first seq>.journal``), a sequence of recor
     b"DLJ1" | payload length (u32 LE) | CRC-32 of payload (u32 LE) | payload
     payload = JSON length (u32 LE) | JSON | blob
 
-    {"kind": "task", "instructions"}
-        what the labellers were asked (the run's labelling_instructions): the first record of every
-        file when the run has instructions, so a journal alone says what its labels answer
+    {"kind": "task", "instructions", "val_fraction"}
+        what the labellers were asked (the run's labelling_instructions, or null) and the run's
+        validation split (null in older journals): the first record of every file, so a journal
+        alone says what its labels answer and where the run put them
     {"kind": "clip", "seg_id", "shape", "dtype", "episode", "env_index", "n_frame_bytes"}
         blob: zlib-compressed frames (n_frame_bytes), then float64 rewards (shape[0] of them)
     {"kind": "label", "seq", "a", "b", "label", "time", "labeller", "seconds"}
@@ -103,9 +104,11 @@ class JournalSecondAnswer:
 
 @dataclass(frozen=True)
 class JournalTask:
-    """What the labellers were asked: the run's labelling instructions, recorded at the top of a journal file."""
+    """What the labellers were asked (the run's labelling instructions, None: nothing) and the run's validation
+    split (None: not recorded), at the top of a journal file."""
 
-    instructions: str
+    instructions: str | None
+    val_fraction: float | None = None
 
 
 #: What ``read_journal`` yields.
@@ -135,13 +138,17 @@ def _clip_record(seg: PackedSegment) -> bytes:
 
 class JournalWriter:
     """Appends labels, retractions and second answers to ``log_dir``'s journal; ``labels_in_snapshot()`` says how
-    many of the run's labels a snapshot already holds; ``instructions`` (the run's, if any) head each file."""
+    many of the run's labels a snapshot already holds; ``instructions`` and ``val_fraction`` (the run's) head each
+    file."""
 
-    def __init__(self, log_dir: str, labels_in_snapshot: Callable[[], int], instructions: str | None = None) -> None:
+    def __init__(self, log_dir: str, labels_in_snapshot: Callable[[], int], instructions: str | None = None,
+                 val_fraction: float | None = None) -> None:
         self.directory = LogDir(log_dir).journal_dir
         os.makedirs(self.directory, exist_ok=True)
         self._labels_in_snapshot = labels_in_snapshot
-        self._task = _record({"kind": "task", "instructions": instructions}) if instructions else b""
+        recorded = instructions is not None or val_fraction is not None
+        self._task = _record({"kind": "task", "instructions": instructions, "val_fraction": val_fraction}) \
+            if recorded else b""
         # Files not yet wholly in a snapshot: (path, the largest label number or position in it).
         self._closed_files: list[tuple[str, int]] = []
         self._fd: int | None = None
@@ -268,9 +275,12 @@ def _read_file(path: str) -> Iterator[JournalRecord]:
                 yield JournalSecondAnswer(int(meta["seq"]), str(meta["labeller"]), _label(meta), float(meta["time"]),
                                           _seconds(meta))
             elif kind == "task":
-                if not isinstance(meta["instructions"], str):
+                instructions, val_fraction = meta["instructions"], meta.get("val_fraction")
+                if instructions is not None and not isinstance(instructions, str):
                     raise _BadRecord("instructions that are not text")
-                yield JournalTask(meta["instructions"])
+                if val_fraction is not None and not 0.0 <= float(val_fraction) < 1.0:
+                    raise _BadRecord(f"a validation split of {val_fraction!r}")
+                yield JournalTask(instructions, None if val_fraction is None else float(val_fraction))
             else:
                 raise _BadRecord(f"unknown record kind {kind!r}")
         except (_BadRecord, KeyError, TypeError, ValueError, zlib.error) as e:

@@ -470,7 +470,7 @@ class PrefBuffer:
                 buffer.retract(rec.seq, rec.labeller)
             elif isinstance(rec, JournalSecondAnswer):
                 buffer.add_second(rec.seq, rec.labeller, rec.label, rec.seconds)
-            elif isinstance(rec, JournalTask):
+            elif isinstance(rec, JournalTask) and rec.instructions is not None:
                 buffer.instructions = rec.instructions
         return buffer
 
@@ -490,7 +490,7 @@ class PrefBuffer:
         """Every label in ``directory``, none evicted: for reading a database, not for training on it.
 
         The journal's labels go where the run put them: by ``val_fraction``, else the split its snapshot
-        records, else (a run with no snapshot yet, or one written before the split was recorded)
+        (or, with none yet, its journal) records, else (a run written before the split was recorded)
         ``DEFAULT_VAL_FRACTION``, ``PreferenceConfig``'s default."""
         if val_fraction is None:
             val_fraction = recorded_val_fraction(directory)
@@ -499,10 +499,12 @@ class PrefBuffer:
 
 
 def recorded_val_fraction(directory: str) -> float | None:
-    """The validation split the run in ``directory`` recorded in its snapshot's header (None: not recorded)."""
+    """The validation split the run in ``directory`` recorded: in its snapshot's header, else (a run with no
+    snapshot yet) at the top of its journal (None: not recorded)."""
     train_path, _ = LogDir(directory).snapshot
     if not os.path.exists(train_path):
-        return None
+        tasks = (rec for rec in read_journal(directory) if isinstance(rec, JournalTask))
+        return next((task.val_fraction for task in tasks if task.val_fraction is not None), None)
     with _reading(train_path) as f:
         header = _read_header(f, train_path)
     return None if header.get("val_fraction") is None else float(header["val_fraction"])

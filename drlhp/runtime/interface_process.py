@@ -67,7 +67,7 @@ class InterfaceProcess:
         journal = None
         if config.journal_log_dir is not None:
             journal = JournalWriter(config.journal_log_dir, lambda: stats.labels_in_snapshot.value,
-                                    config.instructions)
+                                    config.instructions, config.val_fraction)
         self.interface = PrefInterface(self._make_labeller(config), pref_queue, config.max_segs, config.seed, journal,
                                        start.next_seq, scorer, config.n_candidate_pairs, config.schedule,
                                        config.undo_limit, config.second_share, start.n_retracted, start.agreement)

@@ -65,6 +65,7 @@ class InterfaceConfig:
     n_candidate_pairs: int
     teachers: Mapping[str, SyntheticTeacher] | None  # several simulated people instead of ``teacher``
     instructions: str | None  # the task in words, journaled with the labels
+    val_fraction: float  # the run's validation split, journaled (a run without a snapshot yet still says it)
     undo_limit: int
     second_share: float
 
@@ -116,7 +117,7 @@ def interface_config(config: PreferenceConfig, human: HumanConfig | None, web: W
         journal_log_dir=config.log_dir if config.autosave_prefs else None, schedule=config.schedule,
         selection_ckpt=selection_ckpt if config.pair_selection == "disagreement" else None,
         n_candidate_pairs=config.n_candidate_pairs, teachers=config.synthetic_teachers,
-        instructions=config.labelling_instructions, undo_limit=config.undo_limit,
+        instructions=config.labelling_instructions, val_fraction=config.val_fraction, undo_limit=config.undo_limit,
         second_share=config.second_opinion_share)
 
 

@@ -158,3 +158,12 @@ def test_alone_nobody_is_asked_for_second_opinions():
     answered_and_recorded(pool, "alice")
     assert pool.next_for("alice").first is None  # a new pair, and no pair waits for a second opinion
     assert all(p.first is None for p in pool._out.values())
+
+
+def test_answers_past_the_undo_limit_are_remembered_without_their_clips():
+    pool, _, _ = pool_with(3)
+    pool.undo_limit = 1
+    first, second = answered_and_recorded(pool, "alice"), answered_and_recorded(pool, "alice", seq=1)
+    status, kept = pool.answer(first.pair_id, first.label, "alice")  # sent again, after it left the undo window
+    assert status == "duplicate" and not hasattr(kept, "a") and kept.done is first.done
+    assert pool.answer(second.pair_id, second.label, "alice") == ("duplicate", second)  # still undoable: whole

@@ -99,7 +99,8 @@ class PrefInterface:
         self.undo_limit, self.second_share = undo_limit, second_share
         self.agreement = agreement if agreement is not None else Agreement()
         self._history: dict[str, deque[Recorded]] = {}  # each labeller's answers they may take back, newest last
-        self._twice: dict[int, tuple[Recorded, Recorded]] = {}  # this session's pairs answered twice, by seq
+        # This session's pairs answered twice, by seq: (first labeller, label, second labeller, label).
+        self._twice: dict[int, tuple[str, float, str, float]] = {}
         self._retracted: set[int] = set()  # labels taken back in this session
         self._again: list[tuple[Segment, Segment]] = []  # pairs to ask before any other, the next on top
         self.scorer, self.n_candidates = scorer, n_candidates
@@ -314,10 +315,7 @@ class PrefInterface:
         self.n_retracted += 1
         twice = self._twice.pop(taken.seq, None)
         if twice is not None:
-            first, second = twice
-            self.agreement.remove(first.labeller, first.label, second.labeller, second.label)
-            if taken.second:
-                return
+            self.agreement.remove(*twice)
         if not taken.second:
             self._retracted.add(taken.seq)
             self._unmark_asked(taken.a, taken.b)
@@ -329,10 +327,9 @@ class PrefInterface:
         if self.journal is not None:
             self.journal.second_answer(first.seq, labeller, label, seconds, self.next_seq)
         self._put(SecondAnswer(first.seq, labeller, float(label), seconds))
-        second = Recorded(first.seq, first.a, first.b, labeller, float(label), second=True)
-        self._remember(second)
-        self._twice[first.seq] = (first, second)
-        self.agreement.add(first.labeller, first.label, labeller, float(label))
+        self._remember(Recorded(first.seq, first.a, first.b, labeller, float(label), second=True))
+        self._twice[first.seq] = (first.labeller, first.label, labeller, float(label))
+        self.agreement.add(*self._twice[first.seq])
         self.n_second += 1
 
     def _remember(self, recorded: Recorded) -> None:

@@ -72,6 +72,16 @@ class TakeBack:
     done: Future = field(default_factory=Future)
 
 
+@dataclass(frozen=True)
+class Given:
+    """What is kept of an answer that can no longer be taken back: enough to recognise it sent again, without
+    its clips (an hour of Atari answers would hold gigabytes of frames)."""
+
+    labeller: str
+    label: float | None
+    done: Future
+
+
 Event = Union[Answer, TakeBack]
 #: ``take_back``'s verdicts besides "new" and "duplicate": each is a different reply to the browser.
 Refusal = Literal["nothing", "not_last", "too_old", "not_yours", "unknown"]
@@ -95,7 +105,7 @@ class PairPool:
         self._lock = threading.Lock()
         self._next_id = 1  # people see these numbers
         self._out: OrderedDict[int, OutPair] = OrderedDict()  # offered, unanswered; oldest first
-        self._answered: dict[int, list[Answer]] = {}  # pair id -> its answers (a second opinion makes two)
+        self._answered: dict[int, list[Answer | Given]] = {}  # pair id -> its answers (a second opinion makes two)
         self._taken_back: dict[tuple[int, str], TakeBack] = {}
         self._remembered: deque[tuple[int, str]] = deque()
         self._new_events: list[Event] = []
@@ -137,7 +147,7 @@ class PairPool:
                 return pair
         return None
 
-    def answer(self, pair_id: int, label: float | None, name: str) -> tuple[str, Answer | None]:
+    def answer(self, pair_id: int, label: float | None, name: str) -> tuple[str, Answer | Given | None]:
         """Take ``name``'s answer: ``("new", answer)``, ``("duplicate", earlier answer)`` or ``("unknown", None)``.
 
         A pair that was never handed out is unknown: answers are to pairs a labeller was shown.
@@ -177,11 +187,22 @@ class PairPool:
         return True
 
     def recorded(self, answer: Answer) -> None:
-        """The interface recorded ``answer`` (its ``seq`` is set): its labeller may now take it back."""
-        if answer.label is None or answer.seq is None or not self.undo_limit:
-            return
+        """The interface recorded ``answer`` (its ``seq`` is set): its labeller may now take it back, back to
+        ``undo_limit`` answers; older ones are remembered without their clips."""
         with self._lock:
-            self._undoable.setdefault(answer.labeller, deque(maxlen=self.undo_limit)).append(answer)
+            if answer.label is None or answer.seq is None or not self.undo_limit:
+                self._keep_without_clips(answer)
+                return
+            stack = self._undoable.setdefault(answer.labeller, deque())
+            stack.append(answer)
+            if len(stack) > self.undo_limit:
+                self._keep_without_clips(stack.popleft())
+
+    def _keep_without_clips(self, answer: Answer) -> None:
+        answers = self._answered.get(answer.pair_id, [])
+        for i, kept in enumerate(answers):
+            if kept is answer:
+                answers[i] = Given(answer.labeller, answer.label, answer.done)
 
     def take_back(self, pair_id: int, name: str) -> tuple[str, TakeBack | None]:
         """``name`` takes back their latest answer, to pair ``pair_id``: ``("new", event)`` (the pair is handed

@@ -144,7 +144,7 @@ def test_an_answer_sent_twice_counts_once(served):
 
 
 def test_undo_takes_back_your_latest_answer_once_and_bad_undos_get_4xx(served):
-    base, recorded, _ = served
+    base, recorded, labeller = served
     undo = base + "/api/undo"
     assert http(undo, {"pair": 1, "name": "alice"}, headers=AUTH)[0] == 409  # nothing to take back yet
     pair = json.loads(http(base + "/api/next?name=alice", headers=AUTH)[1])
@@ -171,7 +171,16 @@ def test_undo_takes_back_your_latest_answer_once_and_bad_undos_get_4xx(served):
     assert again["mine"] == 0 and again["undo"] is None
     status, second, _ = http(undo, {"pair": pair["pair"], "name": "alice"}, headers=AUTH)
     assert status == 200 and json.loads(second)["duplicate"] is True  # sent twice: taken back once
-    assert recorded[1:] == [("undo", pair["pair"], "alice")]
+    labeller.offer(*(Segment(i, np.full((3, 8, 8, 3), i, np.uint8), np.zeros(3)) for i in (8, 9)))  # bob's
+    bobs = json.loads(http(base + "/api/next?name=bob", headers=AUTH)[1])
+    http(base + "/api/answer", {"pair": bobs["pair"], "label": "R", "name": "bob"}, headers=AUTH)
+    assert http(undo, {"pair": bobs["pair"], "name": "alice"}, headers=AUTH)[0] == 409  # alice has none left
+    alices = json.loads(http(base + "/api/answer", {"pair": again["pair"], "label": "E", "name": "alice"},
+                             headers=AUTH)[1])
+    assert alices["undo"] == again["pair"]
+    assert http(undo, {"pair": bobs["pair"], "name": "alice"}, headers=AUTH)[0] == 403  # bob's answer, not hers
+    assert recorded[1:] == [("undo", pair["pair"], "alice"), (bobs["left"], bobs["right"], 0.0, "bob"),
+                            (pair["left"], pair["right"], 0.5, "alice")]
 
 
 def test_the_owner_page_needs_the_owners_token(served):

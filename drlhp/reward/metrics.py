@@ -17,7 +17,7 @@ from drlhp.storage.files import append_csv_row, atomic_write
 log = logging.getLogger("drlhp.learner")
 
 #: The columns of ``reward_training_metrics.csv`` (``drlhp plot`` reads them; a file of other columns is set aside).
-#: ``labels``: every label of the run; ``labels_retracted``: those their labeller took back; ``agreement``: the share
+#: ``labels``: the run's labels, less ``labels_retracted`` (those their labeller took back); ``agreement``: the share
 #: of pairs answered twice (``pairs_answered_twice``, among the pairs held) that got the same answer (nan: none).
 METRICS_COLUMNS = ("training_step", "wall_time_s", "labels", "labels_asked", "labels_remaining", "n_train_prefs",
                    "n_val_prefs", "train_loss", "train_accuracy", "val_loss", "val_accuracy", "l2_coefficient",

@@ -162,7 +162,12 @@ def resume_and_read_labels(env: gymnasium.Env, log_dir: str, labels_asked: int, 
         assert wait_for(lambda: wrapped.stats()["labels_asked"] == labels_asked, timeout=60), wrapped.stats()
     finally:
         wrapped.close()
-    buffer = PrefBuffer.load_all(log_dir)
-    held = {seq: (label, who) for db in (buffer.train_db, buffer.val_db)
-            for seq, (_, _, label), who in zip(db.seqs, db.prefs, db.labellers)}
-    return [held[seq] for seq in sorted(held)]
+    return [(label, who) for _, _, _, label, who in labels_by_seq(PrefBuffer.load_all(log_dir))]
+
+
+def labels_by_seq(buffer) -> list[tuple[int, int, int, float, str]]:
+    """(the run's label number, clip a, clip b, label, labeller) of every label a ``PrefBuffer`` holds, in the
+    order they were given."""
+    held = [(seq, a, b, label, who) for db in (buffer.train_db, buffer.val_db)
+            for seq, (a, b, label), who in zip(db.seqs, db.prefs, db.labellers)]
+    return sorted(held)

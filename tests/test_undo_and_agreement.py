@@ -8,7 +8,7 @@ import queue
 
 import numpy as np
 import pytest
-from conftest import FakePixelEnv, wait_for
+from conftest import FakePixelEnv, labels_by_seq, wait_for
 
 from drlhp import HumanPreferencesEnvWrapper
 from drlhp.clips.segments import Segment
@@ -40,11 +40,6 @@ class Scripted:
         pass
 
 
-def labels_in(buffer: PrefBuffer) -> dict[int, tuple[int, int, float]]:
-    """seq -> (clip a, clip b, label) of every label a buffer holds."""
-    return {seq: pref for db in (buffer.train_db, buffer.val_db) for seq, pref in zip(db.seqs, db.prefs)}
-
-
 def test_l_r_undo_e_leaves_l_and_e_and_asks_the_taken_back_pair_again_then_the_one_on_screen(tmp_path):
     out = queue.Queue()
     person = Scripted([1.0, 0.0, UNDO, 0.5, 1.0])
@@ -63,7 +58,8 @@ def test_l_r_undo_e_leaves_l_and_e_and_asks_the_taken_back_pair_again_then_the_o
     assert (iface.n_asked, iface.next_seq, iface.n_retracted) == (3, 4, 1)  # the budget got the label back
     iface.close()
     buffer = PrefBuffer.load(str(tmp_path), 100, 0.2)  # what a resumed run reads: the journal, replayed
-    assert labels_in(buffer) == {0: (*first, 1.0), 2: (*second, 0.5), 3: (*on_screen, 1.0)}
+    assert [(seq, (a, b), label) for seq, a, b, label, _ in labels_by_seq(buffer)] == [
+        (0, first, 1.0), (2, second, 0.5), (3, on_screen, 1.0)]
     assert buffer.retracted == {1}
 
 

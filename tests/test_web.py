@@ -19,7 +19,7 @@ import pytest
 pytest.importorskip("aiohttp")
 pytest.importorskip("PIL")
 
-from conftest import FakePixelEnv, gone, resume_and_read_labels, wait_for  # noqa: E402
+from conftest import FakePixelEnv, gone, labels_by_seq, resume_and_read_labels, wait_for  # noqa: E402
 
 from drlhp import HumanPreferencesEnvWrapper, PreferenceConfig  # noqa: E402
 from drlhp.clips.frames import infer_frame_spec  # noqa: E402
@@ -317,7 +317,7 @@ def test_label_in_chromium_l_r_undo_e_and_cant_tell_reach_the_database(tmp_path)
     assert "Took back your answer" in statuses[2]
     assert "Your labels: 2" in counts and "the run's labels: 2" in counts and "left in the label budget" in counts
     buffer = PrefBuffer.load_all(log_dir)  # the snapshot close() wrote, and what the journal still holds
-    assert [(label, who) for _, _, label, who in labels_by_seq(buffer)] == [(1.0, "web:alice"), (0.5, "web:alice")]
+    assert [(label, who) for *_, label, who in labels_by_seq(buffer)] == [(1.0, "web:alice"), (0.5, "web:alice")]
     seconds = [s for db in (buffer.train_db, buffer.val_db) for s in db.answer_seconds]  # how long each took
     assert len(seconds) == 2 and all(s >= 0 for s in seconds)
     with open(os.path.join(log_dir, "human_labels.csv")) as f:
@@ -330,13 +330,6 @@ def test_label_in_chromium_l_r_undo_e_and_cant_tell_reach_the_database(tmp_path)
     resumed = resume_and_read_labels(FakePixelEnv(shape=(16, 16, 3), episode_length=60), log_dir, labels_asked=2,
                                      label_budget=100)
     assert resumed == [(1.0, "web:alice"), (0.5, "web:alice")]
-
-
-def labels_by_seq(buffer: PrefBuffer) -> list[tuple[int, int, float, str]]:
-    """(clip a, clip b, label, labeller) of every label a buffer holds, in the order they were given."""
-    held = {seq: (a, b, label, who) for db in (buffer.train_db, buffer.val_db)
-            for seq, (a, b, label), who in zip(db.seqs, db.prefs, db.labellers)}
-    return [held[seq] for seq in sorted(held)]
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (apt-get install chromium)")

@@ -36,6 +36,19 @@ reward, per policy and over all of them:
   side): credit spread on the frames that earn it is signal, the rest is noise the agent must average away.
 
 A flat network (no variation) gets 0 for every correlation and a noise share of 1.
+
+``switch`` measures how far the agent's reward jumps when the trainer writes a checkpoint (every
+``reward_predictor_ckpt_interval`` steps; the env then rewards with it at once), in the unit the critic
+feels: the RMS change of the discounted return-to-go (gamma 0.99) on the recorded steps, divided by its
+standard deviation. Two parts, from a run's database and its last checkpoint:
+
+- ``refit``: the same network, its normaliser fitted on another random sample of ``n`` of the database's
+  clips, for each ``--fit-clips`` size (the trainer fitted it on 32 until 2026-11-25, on 512 since), against
+  a fit on 2,048: pure sampling noise;
+- ``train``: the network after ``--interval`` more training steps on the run's labels, both normalised on
+  the same large sample: the change the labels ask for.
+
+    python benchmarks/reward_signal.py switch lc_pong_kp/drlhp --policies benchmarks/results/pong/policies/eval
 """
 from __future__ import annotations
 
@@ -287,6 +300,64 @@ def measure(checkpoint: str, recordings: list[Recording]) -> dict[str, float]:
     return metrics
 
 
+# -- switch -----------------------------------------------------------------------------------------------------
+
+def switch(run_dir: str, recordings: list[Recording], fit_clips: list[int], n_refits: int, interval: int,
+           n_switches: int, seed: int) -> None:
+    """Print how much the critic's target moves per checkpoint: from refitting the normaliser, and from training."""
+    import tempfile
+
+    from drlhp.clips.frames import infer_frame_spec
+    from drlhp.config import PreferenceConfig
+    from drlhp.labels.pref_db import PrefBuffer, clip_format
+    from drlhp.reward.learner import Learner, fit_normaliser
+    from drlhp.reward.torch_setup import set_up_torch
+    from drlhp.runtime.settings import learner_config
+    from drlhp.storage.layout import LogDir
+
+    set_up_torch(1, seed)
+    rng = np.random.default_rng(seed)
+    labels = PrefBuffer.load_all(run_dir)
+    true = np.concatenate([r.rewards.astype(np.float64) for r in recordings])
+    episodes = np.concatenate([r.episodes + 1_000_000 * i for i, r in enumerate(recordings)])
+    frames = np.concatenate([r.frames for r in recordings])
+    ones_to_go = discounted_to_go(np.ones(len(true)), episodes, GAMMA)
+
+    shape, dtype = clip_format(run_dir)
+    with tempfile.TemporaryDirectory() as log_dir:
+        config = PreferenceConfig(log_dir=log_dir, prefs_dir=run_dir, collect_prefs=False, seed=seed)
+        learner = Learner(learner_config(config, infer_frame_spec(np.zeros(shape[1:], dtype))), log_dir,
+                          pretrained_ckpt=LogDir(run_dir).checkpoint)
+        predictor, scale = learner.predictor, learner.config.reward_scale
+
+        def target(n_clips: int, fit_rng: np.random.Generator) -> np.ndarray:
+            """The agent's discounted reward to go on the recordings, normalised as fitted on ``n_clips`` clips."""
+            normaliser, _ = fit_normaliser(predictor, labels.train_db, n_clips, scale, fit_rng)
+            return normaliser(raw_to_go) + normaliser(np.zeros(predictor.n_members)) * (ones_to_go - 1)
+
+        def moved(a: np.ndarray, b: np.ndarray) -> float:
+            return float(np.sqrt(np.mean((a - b) ** 2)) / a.std())
+
+        # The normaliser is affine, so the normalised reward to go is the raw one's, less the offset's to go.
+        raw_to_go = np.column_stack([discounted_to_go(m, episodes, GAMMA) for m in predictor.member_rewards(frames).T])
+        reference = target(2048, np.random.default_rng(seed))
+        r_disc = pearson(reference, discounted_to_go(true, episodes, GAMMA))
+        print(f"the run's last checkpoint (step {learner.step}): r_disc {r_disc:.3f}; against a fit on 2,048 clips:")
+        for n in fit_clips:
+            change = np.mean([moved(reference, target(n, rng)) for _ in range(n_refits)])
+            print(f"refit on {n:>4} clips: the target moves {change:.3f} sd (mean of {n_refits} refits)", flush=True)
+        changes = []
+        for _ in range(n_switches):
+            learner.train(interval, labels.train_db, labels.val_db)
+            raw_to_go = np.column_stack([discounted_to_go(m, episodes, GAMMA)
+                                         for m in predictor.member_rewards(frames).T])
+            after = target(2048, np.random.default_rng(seed))  # the same clips as before training
+            changes.append(moved(reference, after))
+            reference = after
+            print(f"train {interval} steps (to {learner.step}): the target moves {changes[-1]:.3f} sd", flush=True)
+        print(f"train {interval} steps: the target moves {np.mean(changes):.3f} sd (mean of {n_switches})")
+
+
 COLUMNS = ("r_disc", "r_100", "r_25", "rho_1", "r_episode", "policy_rho", "noise")
 
 
@@ -319,9 +390,21 @@ def main() -> None:
     mea.add_argument("checkpoints", nargs="+", help="reward_predictor.ckpt files, their directories or log_dirs")
     mea.add_argument("--policies", required=True, help="a directory of recordings")
     mea.add_argument("--per-policy", action="store_true", help="also a row per checkpoint and policy")
+    swi = sub.add_parser("switch", help="how far the reward jumps at a checkpoint: normaliser refit and training")
+    swi.add_argument("run_dir", help="a run's log_dir: its labels and its last checkpoint (one network)")
+    swi.add_argument("--policies", required=True, help="a directory of recordings")
+    swi.add_argument("--fit-clips", type=int, nargs="+", default=[32, 128, 512],
+                     help="normaliser sample sizes to compare (default: 32 128 512; the trainer fits on 512)")
+    swi.add_argument("--refits", type=int, default=20, help="refits per sample size (default: 20)")
+    swi.add_argument("--interval", type=int, default=100, help="training steps between checkpoints (default: 100)")
+    swi.add_argument("--switches", type=int, default=5, help="checkpoints to train through (default: 5)")
+    swi.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     if args.command == "record":
         record(args.agent_dir, args.out, args.agents, args.steps, args.seed)
+    elif args.command == "switch":
+        switch(args.run_dir, load_recordings(args.policies), args.fit_clips, args.refits, args.interval,
+               args.switches, args.seed)
     elif args.command == "labels":
         make_labels(args.policies, args.out, args.labels, args.segment_length, args.weights, args.seed, args.drop_ties)
     else:

@@ -77,7 +77,7 @@ def test_no_worker_setting_restates_a_default_of_the_run_settings():
     from drlhp.reward.learner import LearnerConfig
     from drlhp.runtime.settings import InterfaceConfig, TrainerConfig
 
-    own_defaults = {"n_val_pairs", "n_normaliser_segments"}
+    own_defaults = {"n_val_pairs", "n_normaliser_clips"}
     for cls in (LearnerConfig, LabelStoreConfig, HumanConfig, WebConfig, TrainerConfig, InterfaceConfig):
         defaulted = {f.name for f in dataclasses.fields(cls)
                      if f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING}

@@ -11,7 +11,7 @@ from drlhp.clips.frames import infer_frame_spec
 from drlhp.clips.segments import Segment
 from drlhp.labels.pref_db import PrefBuffer
 from drlhp.reward.augment import NO_AUGMENTATION
-from drlhp.reward.learner import Learner, LearnerConfig
+from drlhp.reward.learner import Learner, LearnerConfig, fit_normaliser
 from drlhp.reward.predictor import NetConfig, RewardPredictor
 from drlhp.reward.torch_setup import torch_device
 from drlhp.storage.layout import LogDir
@@ -135,3 +135,18 @@ def test_train_reward_with_a_seed_starts_from_the_same_weights_each_time(tmp_pat
     other = first_checkpoint("other", seed=8)
     assert one.keys() == two.keys() and all(torch.equal(one[k], two[k]) for k in one)
     assert any(not torch.equal(one[k], other[k]) for k in one)
+
+
+def test_the_normaliser_is_fitted_on_every_frame_of_its_clips_however_many_are_unpacked_at_a_time():
+    labels = labelled(50, seed=2)  # about 75 training clips: more than two chunks of 32
+    predictor = RewardPredictor(NetConfig(SPEC, dropout=0.0))
+    clips = list(labels.train_db.segments.values())
+    every_frame = predictor.member_rewards(np.concatenate([s.frames for s in clips]))
+
+    normaliser, stds = fit_normaliser(predictor, labels.train_db, 512, 0.05, np.random.default_rng(0))
+    assert len(clips) > 64
+    assert np.allclose(normaliser.mean, every_frame.mean(axis=0), rtol=1e-5)
+    assert np.allclose(normaliser.std, every_frame.std(axis=0), rtol=1e-5) and np.allclose(stds, normaliser.std)
+
+    some, _ = fit_normaliser(predictor, labels.train_db, 10, 0.05, np.random.default_rng(0))
+    assert not np.allclose(some.mean, normaliser.mean)  # fewer clips than there are: a sample of them

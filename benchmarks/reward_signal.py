@@ -59,6 +59,7 @@ import random
 import re
 import sys
 import warnings
+from collections.abc import Callable
 
 import numpy as np
 
@@ -300,6 +301,14 @@ def measure(checkpoint: str, recordings: list[Recording]) -> dict[str, float]:
     return metrics
 
 
+def normalised_to_go(normaliser: Callable[[np.ndarray], np.ndarray], raw_to_go: np.ndarray,
+                     ones_to_go: np.ndarray) -> np.ndarray:
+    """The discounted to go of the normalised reward, from each member's raw one ``(N, M)`` and that of a reward
+    of 1 ``(N,)``: the normaliser is affine (``raw @ w - offset``), so no refit needs another pass over the steps."""
+    offset = -normaliser(np.zeros(raw_to_go.shape[1]))
+    return normaliser(raw_to_go) + offset - offset * ones_to_go
+
+
 # -- switch -----------------------------------------------------------------------------------------------------
 
 def switch(run_dir: str, recordings: list[Recording], fit_clips: list[int], n_refits: int, interval: int,
@@ -333,12 +342,11 @@ def switch(run_dir: str, recordings: list[Recording], fit_clips: list[int], n_re
         def target(n_clips: int, fit_rng: np.random.Generator) -> np.ndarray:
             """The agent's discounted reward to go on the recordings, normalised as fitted on ``n_clips`` clips."""
             normaliser, _ = fit_normaliser(predictor, labels.train_db, n_clips, scale, fit_rng)
-            return normaliser(raw_to_go) + normaliser(np.zeros(predictor.n_members)) * (ones_to_go - 1)
+            return normalised_to_go(normaliser, raw_to_go, ones_to_go)
 
         def moved(a: np.ndarray, b: np.ndarray) -> float:
             return float(np.sqrt(np.mean((a - b) ** 2)) / a.std())
 
-        # The normaliser is affine, so the normalised reward to go is the raw one's, less the offset's to go.
         raw_to_go = np.column_stack([discounted_to_go(m, episodes, GAMMA) for m in predictor.member_rewards(frames).T])
         reference = target(2048, np.random.default_rng(seed))
         r_disc = pearson(reference, discounted_to_go(true, episodes, GAMMA))

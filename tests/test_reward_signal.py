@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks"))
-from reward_signal import ranks, signal_metrics  # noqa: E402
+from reward_signal import GAMMA, discounted_to_go, normalised_to_go, ranks, signal_metrics  # noqa: E402
 
 RNG = np.random.default_rng(0)
 EPISODES = np.repeat(np.arange(4), 2000)
@@ -43,3 +43,17 @@ def test_noise_is_counted_as_noise_and_a_flat_reward_carries_no_signal():
 
 def test_ranks_average_ties():
     assert ranks(np.array([0.0, 1.0, 0.0, -1.0])).tolist() == pytest.approx([1.5, 3.0, 1.5, 0.0])
+
+
+def test_the_switch_measure_discounts_the_normalised_reward_as_if_step_by_step():
+    from drlhp.reward.normaliser import RewardNormaliser
+
+    rng = np.random.default_rng(0)
+    raw = rng.normal(1.0, 3.0, size=(300, 2))
+    episodes = np.repeat([0, 1, 2], 100)
+    normaliser = RewardNormaliser.fit(raw[:50], scale=0.05)
+    step_by_step = discounted_to_go(normaliser(raw), episodes, GAMMA)
+
+    raw_to_go = np.column_stack([discounted_to_go(m, episodes, GAMMA) for m in raw.T])
+    ones_to_go = discounted_to_go(np.ones(len(raw)), episodes, GAMMA)
+    assert np.allclose(normalised_to_go(normaliser, raw_to_go, ones_to_go), step_by_step)

@@ -155,7 +155,7 @@ class Learner:
         return self.ckpt_step == self.step
 
     def checkpoint(self, train_db: PrefDB, val_db: PrefDB, evaluate: bool = True) -> Evaluation:
-        """Fit the normaliser on recent clips of ``train_db``, write the checkpoint and the optimiser state;
+        """Fit the normaliser on clips of ``train_db``, write the checkpoint and the optimiser state;
         then, unless ``evaluate`` is False, score the network on ``val_db`` and adapt the L2 penalty."""
         self._fit_normaliser(train_db)
         self.predictor.save(self.files.checkpoint)
@@ -186,11 +186,11 @@ class Learner:
         self._warn_if_flat(member_stds)
 
     def _warn_if_flat(self, member_stds: np.ndarray) -> None:
-        """Say so (once) when a member's output hardly varies over recent frames: it rewards nothing."""
+        """Say so (once) when a member's output hardly varies over the labelled clips: it rewards nothing."""
         if self._warned_flat or member_stds.min() >= MIN_STD:
             return
         self._warned_flat = True
-        log.warning("the reward network's output hardly varies over recent clips (std %.1g at training step %d): "
+        log.warning("the reward network's output hardly varies over the labelled clips (std %.1g at training step %d): "
                     "its units have probably died, so it adds nothing to the agent's reward (0 if no ensemble member "
                     "varies). On frames with a large flat background (Atari) train it with "
                     "reward_predictor_batchnorm=True.", member_stds.min(), self.step)

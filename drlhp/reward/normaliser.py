@@ -18,7 +18,7 @@ class RewardNormaliser:
     """Each ensemble member's ``(raw - mean) / std``, averaged over members, times ``scale``.
 
     ``fit`` computes each member's mean and std; applying never changes them. The
-    statistics are fitted by the training process on recent frames and saved
+    statistics are fitted by the training process on frames of labelled clips and saved
     inside each checkpoint, so the env process applies exactly what the trainer
     measured. Averaging *normalised* rewards (as the paper does) keeps a member
     whose raw outputs happen to be large from outvoting the others. A flat member

@@ -168,19 +168,19 @@ def train_on_predicted_reward(venv: VecEnv, args: Args, make_agent: Callable[[Ve
         # The label schedule's clock counts this process's env steps only: start it where the saved agent was.
         wrapped.pipeline.count_env_steps(session.label_clock_start)
         if wrapped.using_reward_from_predictor:
-            random_return = float("nan")
+            random_return = "n/a (no warm-up: resumed)"
             print("the resumed reward predictor is trained: no warm-up", flush=True)
         else:
             random_return = warm_up_reward_predictor(wrapped, args.seed)
         stats = wrapped.stats()
         print(f"reward predictor ready after {stats.training_steps} training steps on {stats.run_labels} "
-              f"labels; random policy's true return: {one_decimal(random_return)}", flush=True)
+              f"labels; random policy's true return: {random_return}", flush=True)
         agent = make_agent(wrapped, args.seed)
         agent.tensorboard_log = args.tensorboard_log or None  # drlhp's figures join the agent's run there
         logger = learn(agent, args, session, wrapped, extra_callbacks=[HumanPreferencesLogger()])
         stats = wrapped.stats()
         print(f"done: mean true return of the last {len(logger.returns)} episodes {mean_or_na(logger.returns)} "
-              f"(random policy: {one_decimal(random_return)}); labels: {stats.run_labels} in all "
+              f"(random policy: {random_return}); labels: {stats.run_labels} in all "
               f"({stats.labels_asked} asked of a budget of {stats.label_budget or 'unlimited'}); "
               f"logs in {args.log_dir}")
 
@@ -299,8 +299,6 @@ def mean_or_na(values) -> str:
     return f"{np.mean(values):.1f}" if len(values) else "n/a (no episode finished)"
 
 
-def one_decimal(x: float) -> str:
-    return "n/a (no warm-up: resumed)" if np.isnan(x) else f"{x:.1f}"
 
 
 def finished_episodes(infos) -> list[dict]:
@@ -384,9 +382,9 @@ class AgentCheckpointer(BaseCallback):
         self.save()
 
 
-def warm_up_reward_predictor(venv: HumanPreferencesVecEnvWrapper, seed: int) -> float:
+def warm_up_reward_predictor(venv: HumanPreferencesVecEnvWrapper, seed: int) -> str:
     """Act randomly until the initial labels are in, then wait for the reward predictor's first training
-    steps (the paper's pre-training); returns the random policy's mean true episode return."""
+    steps (the paper's pre-training); returns the random policy's mean true episode return, as printed."""
     print(f"labelling {venv.config.n_initial_prefs} pairs of clips of a random policy ...", flush=True)
     venv.action_space.seed(seed)
     venv.reset()
@@ -396,4 +394,4 @@ def warm_up_reward_predictor(venv: HumanPreferencesVecEnvWrapper, seed: int) -> 
         returns += episode_returns(venv.step(actions)[3])
     print("training the reward predictor on them ...", flush=True)
     venv.wait_for_reward_predictor()
-    return float(np.mean(returns)) if returns else float("nan")
+    return f"{np.mean(returns):.1f}" if returns else "n/a (no episode ended in the warm-up)"

@@ -32,12 +32,14 @@ def test_collect_train_eval_plot_and_the_wrapper_loads_the_result(tmp_path):
     assert sum(int(n) for n in re.findall(r"(\d+) preferences", out)) >= 200
 
     # One torch thread: on a machine whose cores are busy, two threads that wait on each other take many times longer.
-    out = drlhp("train-reward", "prefs", "--steps", 150, "--ckpt-interval", 50, "--seed", 0, "--log-dir", "reward",
+    # 60 steps on these labels: validation accuracy about 0.86, Spearman rho about 0.88 (150 steps: 0.93, 0.94).
+    out = drlhp("train-reward", "prefs", "--steps", 60, "--ckpt-interval", 20, "--seed", 0, "--log-dir", "reward",
                 "--tensorboard-log", "tb", "--threads", 1, cwd=tmp_path).stdout
-    assert re.search(r"step 150: validation accuracy", out), out
+    assert re.search(r"step 60: validation accuracy", out), out
     events = EventAccumulator(str(tmp_path / "tb" / "drlhp_reward_1"))
     events.Reload()
-    assert [e.step for e in events.Scalars("reward/val_accuracy")] == [50, 100, 150]
+    # Every 20 steps, and at step 50 (n_initial_training_steps: the step a wrapper starts using the network at).
+    assert [e.step for e in events.Scalars("reward/val_accuracy")] == [20, 40, 50, 60]
 
     out = drlhp("eval-reward", "reward", "prefs", cwd=tmp_path).stdout
     accuracy, rho = re.search(r"accuracy ([\d.]+) .*Spearman rho .*: ([\d.-]+)", out).groups()

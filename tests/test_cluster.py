@@ -88,46 +88,78 @@ def small_dot(env_config=None):
     return MovingDotEnv(size=16, grid=4, episode_length=20)
 
 
+def linked_env(service_name: str, clip_share: float, env=None) -> ClusterPreferenceWrapper:
+    """An env runner's wrapped env (in a ``Runner`` actor, or in the driver: any process of the cluster)."""
+    env = ClusterPreferenceWrapper(env or small_dot(), service_name, clip_share, flush_interval=0.05,
+                                   weights_poll_interval=0.05)
+    env.reset(seed=0)
+    return env
+
+
+def run_for(*envs: ClusterPreferenceWrapper, seconds: float) -> list[dict]:
+    """Step ``envs`` in turn with random actions for ``seconds``, send what they kept; each one's link counts."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        for env in envs:
+            _, _, terminated, truncated, _ = env.step(env.action_space.sample())
+            if terminated or truncated:
+                env.reset()
+    counts = []
+    for env in envs:
+        env.pipeline.flush()
+        counts.append(dict(env.pipeline.counts))
+    return counts
+
+
+#: The idle service's cap on clips entering it (clips/s).
+IDLE_RATE = 5.0
+
+
+@pytest.fixture(scope="module")
+def idle_service(cluster, tmp_path_factory):
+    """One service for the tests of what it does with clips, where it never trains (its initial labels are out of
+    reach): a service costs a Ray actor and two processes to start. Each test reads the counters' changes."""
+    with start_service(tmp_path_factory.mktemp("idle_service"), n_initial_prefs=10 ** 6,
+                       clips_per_second=IDLE_RATE) as service:
+        yield service
+
+
+def settled_stats(service) -> dict:
+    """The service's counters once its interface has taken in every clip the service passed on."""
+    def settled() -> bool:
+        stats = service.stats()
+        return stats["segments_received"] == stats["segments_sent"]
+
+    assert wait_for(settled, timeout=60), service.stats()
+    return service.stats()
+
+
 @ray.remote(num_cpus=1)
 class Runner:
     """Stands in for an env runner: one wrapped env stepped with random actions."""
 
-    def __init__(self, service_name: str, clip_share: float, instance=None) -> None:
-        env = small_dot() if instance is None else StampedEnv(instance, episode_length=12)
-        self.env = ClusterPreferenceWrapper(env, service_name, clip_share, flush_interval=0.05,
-                                            weights_poll_interval=0.05)
+    def __init__(self, service_name: str, clip_share: float, instance: int) -> None:
+        self.env = linked_env(service_name, clip_share, StampedEnv(instance, episode_length=12))
         self.link = self.env.pipeline
-        self.env.reset(seed=0)
-        self.rng = np.random.default_rng(0)
 
     def run(self, seconds: float) -> dict:
-        end = time.monotonic() + seconds
-        while time.monotonic() < end:
-            _, reward, term, trunc, info = self.env.step(self.env.action_space.sample())
-            if term or trunc:
-                self.env.reset()
-        self.link.flush()
-        return dict(self.link.counts)
+        return run_for(self.env, seconds=seconds)[0]
 
     def step_with_newest_weights(self) -> tuple:
         assert self.link.sync_weights(), "the service has ready weights"
         obs, reward, _, _, info = self.env.step(0)
         return reward, info, self.link.predictor.training_step, self.link.predictor.reward(obs)
 
-    def pid(self) -> int:
-        return os.getpid()
 
-
-def test_before_the_predictor_is_ready_a_runner_gets_no_reward_at_all(cluster, tmp_path):
-    with start_service(tmp_path, n_initial_prefs=10 ** 6) as service:
-        env = ClusterPreferenceVectorWrapper(gymnasium.vector.SyncVectorEnv([small_dot] * 3), service.name)
-        env.reset(seed=0)
-        true_return = 0.0
-        for _ in range(30):
-            _, rewards, *_, infos = env.step(env.action_space.sample())
-            assert list(rewards) == [0.0] * 3
-            true_return += infos[TRUE_REWARD_KEY].sum()
-        env.close()
+def test_before_the_predictor_is_ready_a_runner_gets_no_reward_at_all(idle_service):
+    env = ClusterPreferenceVectorWrapper(gymnasium.vector.SyncVectorEnv([small_dot] * 3), idle_service.name)
+    env.reset(seed=0)
+    true_return = 0.0
+    for _ in range(30):
+        _, rewards, *_, infos = env.step(env.action_space.sample())
+        assert list(rewards) == [0.0] * 3
+        true_return += infos[TRUE_REWARD_KEY].sum()
+    env.close()
     assert true_return > 0
 
 
@@ -166,7 +198,7 @@ def test_a_rate_cap_allows_its_rate_and_burst_and_no_more():
 def test_clips_from_two_runners_reach_one_database_and_weights_reach_the_runners(cluster, tmp_path):
     with start_service(tmp_path, env=StampedEnv()) as service:
         runners = [Runner.remote(service.name, 0.5, instance) for instance in (1, 2)]
-        counts = ray.get([r.run.remote(3.0) for r in runners])
+        counts = ray.get([r.run.remote(1.0) for r in runners])
         assert all(c["clips_sent"] > 0 for c in counts)
         service.wait_for_reward_predictor(timeout=120)
         stats = service.stats()
@@ -192,13 +224,13 @@ def test_people_label_the_clusters_clips_on_the_services_web_page(cluster, tmp_p
     settings = dict(CLUSTER, synthetic_preferences=False, labelling="web", web_port=0)
     with start_service(tmp_path, **settings) as service:
         assert service.labelling_url.startswith("http://127.0.0.1:")
-        runner = Runner.remote(service.name, 1.0)
+        env = linked_env(service.name, 1.0)
         base, token = service.labelling_url.split("/?token=")
         headers = {"X-Drlhp-Token": token}
         answered = []
         deadline = time.monotonic() + 120
         while len(answered) < 3 and time.monotonic() < deadline:
-            ray.get(runner.run.remote(0.2))  # clips keep coming from the runner
+            run_for(env, seconds=0.2)  # clips keep coming from the runner
             with urllib.request.urlopen(urllib.request.Request(base + "/api/next?name=ann", headers=headers)) as r:
                 pair = json.loads(r.read())
             if pair["pair"] is None:
@@ -215,24 +247,21 @@ def test_people_label_the_clusters_clips_on_the_services_web_page(cluster, tmp_p
     assert len(answered) == 3 and sorted(stored) == sorted(answered)
 
 
-def test_the_clip_cap_holds_for_the_cluster(cluster, tmp_path):
-    rate = 5.0
-    with start_service(tmp_path, clips_per_second=rate) as service:
-        start = time.monotonic()
-        # Each runner claims 4x the whole rate: the service's own cap must hold the line.
-        runners = [Runner.remote(service.name, 4.0) for _ in range(2)]
-        ray.get([r.run.remote(3.0) for r in runners])
-        stats = service.stats()
-        elapsed = time.monotonic() - start
-    accepted = stats["clips_received"] - stats["clips_over_cap"]
-    assert stats["clips_over_cap"] > 0, "the runners sent more than the cap"
-    assert accepted <= rate * elapsed + rate  # the rate over the whole time, plus one burst
+def test_the_clip_cap_holds_for_the_cluster(idle_service):
+    before = settled_stats(idle_service)
+    start = time.monotonic()
+    # Each runner claims 4x the whole rate: the service's own cap must hold the line.
+    run_for(linked_env(idle_service.name, 4.0), linked_env(idle_service.name, 4.0), seconds=1.0)
+    stats = idle_service.stats()
+    elapsed = time.monotonic() - start
+    received, over_cap = (stats[k] - before[k] for k in ("clips_received", "clips_over_cap"))
+    assert over_cap > 0, "the runners sent more than the cap"
+    assert received - over_cap <= IDLE_RATE * elapsed + IDLE_RATE  # the rate over the whole time, plus one burst
 
 
-def test_a_service_that_cannot_start_says_why(cluster, tmp_path):
-    with start_service(tmp_path):
-        with pytest.raises(RuntimeError, match=r"could not start: .*LogDirInUseError.*is in use"):
-            start_service(tmp_path)  # a second run in the same log_dir
+def test_a_service_that_cannot_start_says_why(idle_service):
+    with pytest.raises(RuntimeError, match=r"could not start: .*LogDirInUseError.*is in use"):
+        start_service(idle_service.log_dir)  # a second run in the same log_dir
 
 
 def test_a_person_in_a_terminal_needs_one_of_their_own_on_a_cluster(cluster, tmp_path):
@@ -240,19 +269,19 @@ def test_a_person_in_a_terminal_needs_one_of_their_own_on_a_cluster(cluster, tmp
         start_service(tmp_path, synthetic_preferences=False)
 
 
-def test_a_clip_of_the_wrong_shape_is_rejected_and_counted(cluster, tmp_path):
-    with start_service(tmp_path) as service:
-        clip = PackedClip.pack(np.zeros((CLUSTER["segment_length"], 8, 8, 1), np.uint8), np.zeros(5), 1, 1)
-        ray.get(service.actor.add_clips.remote([clip], 5))
-        stats = service.stats()
-    assert (stats["clips_received"], stats["clips_rejected"], stats["segments_received"]) == (1, 1, 0)
+def test_a_clip_of_the_wrong_shape_is_rejected_and_counted(idle_service):
+    before = settled_stats(idle_service)
+    clip = PackedClip.pack(np.zeros((CLUSTER["segment_length"], 8, 8, 1), np.uint8), np.zeros(5), 1, 1)
+    ray.get(idle_service.actor.add_clips.remote([clip], 5))
+    stats = idle_service.stats()
+    assert [stats[k] - before[k] for k in ("clips_received", "clips_rejected", "segments_received")] == [1, 1, 0]
 
 
-def test_each_runner_keeps_to_its_share(cluster, tmp_path):
-    with start_service(tmp_path, clips_per_second=10.0) as service:
-        counts = ray.get(Runner.remote(service.name, 0.5).run.remote(3.0))
+def test_each_runner_keeps_to_its_share(idle_service):
+    seconds = 1.0
+    [counts] = run_for(linked_env(idle_service.name, 0.5), seconds=seconds)
     assert counts["clips_over_share"] > 0
-    assert counts["clips_sent"] <= 5.0 * 3.0 + 5.0 * 0.05 + 1  # share x seconds + its burst
+    assert counts["clips_sent"] <= 0.5 * IDLE_RATE * (seconds + 0.05) + 1  # share x seconds + its burst
 
 
 def test_a_failed_trainer_is_a_clear_error_in_the_driver(cluster, tmp_path):

@@ -214,7 +214,9 @@ def test_a_stop_flag_can_be_set_after_a_process_polling_it_was_sigkilled():
 
     from drlhp.runtime.shared import StopFlag
 
-    ctx = multiprocessing.get_context("spawn")
+    # Forked: the poller only spins on shared memory, so it needs nothing a spawned process would import (this
+    # module, torch) first; how it was started does not matter to the lock it may die holding.
+    ctx = multiprocessing.get_context("fork")
     for _ in range(3):
         flag, polling = StopFlag(ctx), StopFlag(ctx)
         poller = ctx.Process(target=_poll_forever, args=(flag, polling), daemon=True)

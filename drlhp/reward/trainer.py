@@ -79,17 +79,32 @@ class RewardTrainer:
         self.pseudo_label_fraction = float("nan")
         # Each member's frames ride in the same pass (as channels): keep a pass's frames as for one network.
         self.pairs_per_pass = pairs_per_pass or max(1, FRAMES_PASS_PAIRS // predictor.n_members)
-        self.optimizer = torch.optim.Adam(predictor.net.parameters(), lr=lr, weight_decay=weight_decay)
+        self._lr, self._weight_decay = lr, weight_decay
+        self._optimizer: torch.optim.Adam | None = None
+
+    @property
+    def optimizer(self) -> torch.optim.Adam:
+        """Adam, made at its first use: making an optimiser imports ``torch._dynamo`` (about as long as importing
+        torch), which a trainer that never trains -- a run that only collects labels -- need not wait for."""
+        if self._optimizer is None:
+            self._optimizer = torch.optim.Adam(self.predictor.net.parameters(), lr=self._lr,
+                                               weight_decay=self._weight_decay)
+        return self._optimizer
 
     @property
     def weight_decay(self) -> float:
-        """The L2 penalty's coefficient (adaptive L2 changes it between steps)."""
-        return self.optimizer.param_groups[0]["weight_decay"]
+        """The L2 penalty's coefficient (adaptive L2 changes it between steps; a resumed run's comes with Adam's
+        state)."""
+        if self._optimizer is None:
+            return self._weight_decay
+        return self._optimizer.param_groups[0]["weight_decay"]
 
     @weight_decay.setter
     def weight_decay(self, value: float) -> None:
-        for group in self.optimizer.param_groups:
-            group["weight_decay"] = value
+        self._weight_decay = value
+        if self._optimizer is not None:
+            for group in self._optimizer.param_groups:
+                group["weight_decay"] = value
 
     @property
     def n_members(self) -> int:

@@ -299,8 +299,6 @@ def mean_or_na(values) -> str:
     return f"{np.mean(values):.1f}" if len(values) else "n/a (no episode finished)"
 
 
-
-
 def finished_episodes(infos) -> list[dict]:
     """SB3 Monitor's record (``r``: the env's own return, ``l``: length) of each episode that ended this step."""
     return [info["episode"] for info in infos if "episode" in info]

@@ -209,8 +209,8 @@ def fit_normaliser(predictor: RewardPredictor, db: PrefDB, n_clips: int, scale: 
     member's raw std there.
 
     Why so many clips: fitted on 32 clips, the normaliser alone moved the agent's discounted return on Pong by
-    0.49 of its standard deviation at every checkpoint, three times what the 100 training steps between
-    checkpoints moved it; on 512, by 0.08 (``benchmarks/reward_signal.py switch``, docs/results.md).
+    0.36-0.49 of its standard deviation at every checkpoint, more than twice what the 100 training steps between
+    checkpoints moved it; on 512, by 0.09 (``benchmarks/reward_signal.py switch``, docs/results.md).
     """
     segments = list(db.segments.values())
     pick = rng.choice(len(segments), min(len(segments), n_clips), replace=False)

@@ -109,13 +109,11 @@ class HumanLabeller:
         self._seconds: deque[float] = deque(maxlen=PACE_WINDOW)
         self._last_answer: float | None = None
         self.last_seconds: float | None = None  # how long the last answer took
-        # GUI_NORMAL: no Qt toolbar or status bar, just the picture.
-        self.cv2.namedWindow(PAIR_WINDOW, self.cv2.WINDOW_AUTOSIZE | self.cv2.WINDOW_GUI_NORMAL)
-        self.cv2.namedWindow(EPISODE_WINDOW, self.cv2.WINDOW_AUTOSIZE | self.cv2.WINDOW_GUI_NORMAL)
-        # Beside the pair window, not on top of it (without a window manager both open at 0, 0).
+        # Where each window goes: the episode beside the pair, not on top of it (without a window manager
+        # both open at 0, 0). Opened at their first picture (``_show``).
         h, w = frame_hw(config.frame_spec)
-        self.cv2.moveWindow(PAIR_WINDOW, 0, 0)
-        self.cv2.moveWindow(EPISODE_WINDOW, 2 * w * self.zoom + BORDER_PX + 20, 0)
+        self._window_x = {PAIR_WINDOW: 0, EPISODE_WINDOW: 2 * w * self.zoom + BORDER_PX + 20}
+        self._opened: set[str] = set()
 
     def show_episode(self, frames: list[np.ndarray]) -> None:
         """Loop these frames (the agent's last full episode) in the smaller window.
@@ -147,10 +145,10 @@ class HumanLabeller:
         while not self.stop_event.is_set():
             i = n_frames % len(left)
             pair = compose_pair(left[i], right[i], self.zoom, (i + 1) / len(left), f"pair {self.n_asked}")
-            cv2.imshow(PAIR_WINDOW, pair)
+            self._show(PAIR_WINDOW, pair)
             if self.episode:
                 frame = displayable(self.episode[self._episode_i % len(self.episode)], spec)
-                cv2.imshow(EPISODE_WINDOW, zoomed(frame, max(1, self.zoom // 2))[..., ::-1])
+                self._show(EPISODE_WINDOW, zoomed(frame, max(1, self.zoom // 2))[..., ::-1])
                 self._episode_i += 1
             n_frames += 1
             last_drawn = time.monotonic()
@@ -184,6 +182,22 @@ class HumanLabeller:
                 return label
             self.idle()
         return None
+
+    def _show(self, window: str, picture: np.ndarray) -> None:
+        """Draw ``picture`` in ``window``, opening the window at its first picture.
+
+        A window is moved only once it shows a picture: on X without a window manager, Qt sometimes
+        never paints a window moved before its first picture (a black window; 3 in 35 tries on Xvfb).
+        """
+        cv2 = self.cv2
+        if window not in self._opened:
+            # GUI_NORMAL: no Qt toolbar or status bar, just the picture.
+            cv2.namedWindow(window, cv2.WINDOW_AUTOSIZE | cv2.WINDOW_GUI_NORMAL)
+            cv2.imshow(window, picture)
+            cv2.waitKey(1)
+            cv2.moveWindow(window, self._window_x[window], 0)
+            self._opened.add(window)
+        cv2.imshow(window, picture)
 
     def _count(self, a: Segment, b: Segment, label: float | None, seconds: float) -> None:
         """A label given: shown in the count and pace, and the person may take it back."""

@@ -31,6 +31,9 @@ reward, per policy and over all of them:
 - ``r_disc``: of the discounted returns-to-go at gamma 0.99 at every step: what the agent's critic learns, so
   the figure most directly about learning speed;
 - ``policy_rho``: how the mean predicted reward per step orders the policies, against the true reward's order;
+- ``scale_disc``: the standard deviation of the predicted discounted return-to-go over the true one's: the
+  scale of what the critic learns (PPO normalises advantages, so the reward's scale reaches the agent only
+  through its value loss, which SB3's CnnPolicy shares features with);
 - ``noise``: the share of the predicted reward's per-step variance that no time-invariant shaping of the true
   reward explains (1 - R^2 of a least-squares fit of the predicted reward on the true reward 50 steps either
   side): credit spread on the frames that earn it is signal, the rest is noise the agent must average away.
@@ -272,11 +275,13 @@ def noise_share(predicted: np.ndarray, true: np.ndarray, episodes: np.ndarray, l
 
 
 def signal_metrics(predicted: np.ndarray, true: np.ndarray, episodes: np.ndarray) -> dict[str, float]:
+    predicted_to_go, true_to_go = discounted_to_go(predicted, episodes, GAMMA), discounted_to_go(true, episodes, GAMMA)
     return {
         "rho_1": spearman(predicted, true),
         **{f"r_{w}": pearson(window_sums(predicted, episodes, w), window_sums(true, episodes, w)) for w in WINDOWS},
         "r_episode": pearson(complete_episode_returns(predicted, episodes), complete_episode_returns(true, episodes)),
-        "r_disc": pearson(discounted_to_go(predicted, episodes, GAMMA), discounted_to_go(true, episodes, GAMMA)),
+        "r_disc": pearson(predicted_to_go, true_to_go),
+        "scale_disc": float(predicted_to_go.std() / true_to_go.std()),
         "noise": noise_share(predicted, true, episodes),
     }
 
@@ -366,7 +371,7 @@ def switch(run_dir: str, recordings: list[Recording], fit_clips: list[int], n_re
         print(f"train {interval} steps: the target moves {np.mean(changes):.3f} sd (mean of {n_switches})")
 
 
-COLUMNS = ("r_disc", "r_100", "r_25", "rho_1", "r_episode", "policy_rho", "noise")
+COLUMNS = ("r_disc", "r_100", "r_25", "rho_1", "r_episode", "policy_rho", "noise", "scale_disc")
 
 
 def print_table(rows: dict[str, dict[str, float]]) -> None:

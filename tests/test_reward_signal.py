@@ -27,6 +27,10 @@ def test_a_shaping_of_the_true_reward_is_all_signal_however_low_its_per_step_ran
     # (not exactly 0: credit cut off at an episode's start is not the same shaping everywhere)
     assert m["noise"] < 0.05 and m["r_100"] > 0.9 and m["r_disc"] > 0.9 and m["r_episode"] > 0.99
     assert m["rho_1"] < 0.3  # credit on the frames before a point: per step it ranks poorly (Pong's run: 0.22)
+    # The critic's targets have the true reward's scale (credit moved a few steps earlier is discounted a little
+    # less), and three times that when the reward is.
+    assert 0.9 < m["scale_disc"] < 1.2
+    assert signal_metrics(3 * shaped(TRUE), TRUE, EPISODES)["scale_disc"] == pytest.approx(3 * m["scale_disc"])
 
 
 def test_noise_is_counted_as_noise_and_a_flat_reward_carries_no_signal():
@@ -38,7 +42,8 @@ def test_noise_is_counted_as_noise_and_a_flat_reward_carries_no_signal():
     # samples, so a correlation by chance has sd ~0.11; 0.35 is over 3 sd.
     assert pure_noise["noise"] > 0.95 and abs(pure_noise["r_disc"]) < 0.35
     flat = signal_metrics(np.zeros(len(TRUE)), TRUE, EPISODES)
-    assert flat["noise"] == 1.0 and all(flat[k] == 0.0 for k in ("rho_1", "r_25", "r_100", "r_episode", "r_disc"))
+    assert flat["noise"] == 1.0 and all(flat[k] == 0.0 for k in ("rho_1", "r_25", "r_100", "r_episode", "r_disc",
+                                                                  "scale_disc"))
 
 
 def test_ranks_average_ties():

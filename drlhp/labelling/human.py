@@ -190,14 +190,15 @@ class HumanLabeller:
         never paints a window moved before its first picture (a black window; 3 in 35 tries on Xvfb).
         """
         cv2 = self.cv2
-        if window not in self._opened:
-            # GUI_NORMAL: no Qt toolbar or status bar, just the picture.
-            cv2.namedWindow(window, cv2.WINDOW_AUTOSIZE | cv2.WINDOW_GUI_NORMAL)
+        if window in self._opened:
             cv2.imshow(window, picture)
-            cv2.waitKey(1)
-            cv2.moveWindow(window, self._window_x[window], 0)
-            self._opened.add(window)
+            return
+        # GUI_NORMAL: no Qt toolbar or status bar, just the picture.
+        cv2.namedWindow(window, cv2.WINDOW_AUTOSIZE | cv2.WINDOW_GUI_NORMAL)
         cv2.imshow(window, picture)
+        cv2.waitKey(1)
+        cv2.moveWindow(window, self._window_x[window], 0)
+        self._opened.add(window)
 
     def _count(self, a: Segment, b: Segment, label: float | None, seconds: float) -> None:
         """A label given: shown in the count and pace, and the person may take it back."""

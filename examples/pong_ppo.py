@@ -1,7 +1,7 @@
 """Atari Pong from synthetic preferences: SB3 PPO on the predicted reward.
 
 SB3's Atari recipe: ``make_atari_env`` (no-op starts, frame skip 4, 84x84
-grayscale, rewards clipped) with 8 envs, then ``VecFrameStack(4)``
+grayscale, rewards clipped) with 8 envs, the score blanked, then ``VecFrameStack(4)``
 (observations 84x84x4 uint8), then drlhp -- after the frame stack, so the reward
 network sees motion and a person is shown the newest frame of each stack --
 then PPO with SB3 zoo's Atari settings. The agent never sees Pong's score: a
@@ -20,7 +20,8 @@ import ale_py
 import gymnasium
 from common import parse_args, train_from_preferences
 from stable_baselines3 import PPO
-from stable_baselines3.common.env_util import make_atari_env
+from stable_baselines3.common.atari_wrappers import AtariWrapper
+from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import VecEnv, VecFrameStack
 
 ENV_ID = "PongNoFrameskip-v4"
@@ -31,10 +32,35 @@ ATARI_DEFAULTS = dict(total_timesteps=10_000_000, n_initial_prefs=500, n_initial
                       log_every=10_000, save_every=50_000, reward_net_batchnorm=True)
 
 
+#: The rows of the 84x84 frame that show the score (Breakout: and the lives left), blanked: a reward network
+#: that can read the score learns to reward the digits instead of the play (docs/results.md, "The score on
+#: the screen"), as Ibarz et al. (2018) found on Atari. The play starts below them.
+SCORE_ROWS = {"PongNoFrameskip-v4": 9, "BreakoutNoFrameskip-v4": 6}
+
+
+class BlankScore(gymnasium.ObservationWrapper):
+    """Black out the top ``rows`` of each 84x84 frame: the agent, the reward network and a person see the play only."""
+
+    def __init__(self, env: gymnasium.Env, rows: int) -> None:
+        super().__init__(env)
+        self.rows = rows
+
+    def observation(self, observation):
+        observation = observation.copy()
+        observation[:self.rows] = 0
+        return observation
+
+
 def make_atari(env_id: str, n_envs: int, seed: int) -> VecEnv:
+    """SB3's ``make_atari_env`` (Monitor, then ``AtariWrapper``), the score blanked, then 4 frames stacked."""
     gymnasium.register_envs(ale_py)
+    rows = SCORE_ROWS.get(env_id, 0)
+
+    def atari_wrapper(env: gymnasium.Env) -> gymnasium.Env:
+        return BlankScore(AtariWrapper(env), rows)
+
     # NoFrameskip: SB3's AtariWrapper skips 4 frames itself (ALE/Pong-v5 would skip 4 x 4).
-    return VecFrameStack(make_atari_env(env_id, n_envs=n_envs, seed=seed), 4)
+    return VecFrameStack(make_vec_env(env_id, n_envs=n_envs, seed=seed, wrapper_class=atari_wrapper), 4)
 
 
 def make_agent(venv: VecEnv, seed: int) -> PPO:

@@ -52,6 +52,13 @@ standard deviation. Two parts, from a run's database and its last checkpoint:
   the same large sample: the change the labels ask for.
 
     python benchmarks/reward_signal.py switch lc_pong_kp/drlhp --policies benchmarks/results/pong/policies/eval
+
+``score`` measures how much of a checkpoint's reward is read off the score on the screen: every recorded stack's
+top rows (Pong's score) replaced by those of a stack showing 0 : 0, the RMS change of the reward over its
+standard deviation per policy. The Atari examples blank those rows since 2026-11-26; for a network trained so,
+pass ``--blank-rows 9`` to ``labels``, ``measure`` and ``switch`` (the committed recordings show the score).
+
+    python benchmarks/reward_signal.py score lc_pong_1k/drlhp --policies benchmarks/results/pong/policies/eval
 """
 from __future__ import annotations
 
@@ -63,8 +70,12 @@ import re
 import sys
 import warnings
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from drlhp.reward.predictor import RewardPredictor
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GAMMA = 0.99  # the examples' PPO discount
@@ -127,11 +138,12 @@ def kept_agents(agent_dir: str, wanted: list[int] | None) -> list[tuple[int, str
 class Recording:
     """One policy's recorded steps: frames ``(N, *frame_shape)``, true rewards ``(N,)``, episode numbers ``(N,)``."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, blank_rows: int = 0) -> None:
         with np.load(path) as data:  # plain arrays: np.load runs no code without allow_pickle
             self.rewards, self.episodes = data["rewards"], data["episodes"]
             self.agent_steps = int(data["agent_steps"])
             self.frames = frame_stacks(data["newest"], data["first_stacks"], data["episode_starts"])
+        self.frames[:, :blank_rows] = 0  # as the examples' BlankScore does to what a run's network sees
         self.name = os.path.basename(path)[:-len(".npz")]
 
     def clips(self, length: int) -> list[tuple[int, int]]:
@@ -155,17 +167,17 @@ def frame_stacks(newest: np.ndarray, first_stacks: np.ndarray, starts: np.ndarra
     return stacks
 
 
-def load_recordings(directory: str) -> list[Recording]:
+def load_recordings(directory: str, blank_rows: int = 0) -> list[Recording]:
     paths = sorted(glob.glob(os.path.join(directory, "*.npz")))
     if not paths:
         sys.exit(f"error: no recordings (*.npz) in {directory}: make them with the record subcommand")
-    return sorted((Recording(p) for p in paths), key=lambda r: r.agent_steps)
+    return sorted((Recording(p, blank_rows) for p in paths), key=lambda r: r.agent_steps)
 
 
 # -- labels ------------------------------------------------------------------------------------------------------
 
 def make_labels(policies: str, out: str, n_labels: int, length: int, weights: list[float] | None, seed: int,
-                drop_ties: bool = False) -> None:
+                drop_ties: bool = False, blank_rows: int = 0) -> None:
     """Pairs of clips from the recordings (policy ``i`` drawn with probability ``weights[i]``), labelled by a
     perfect synthetic teacher (``drop_ties``: pairs it calls equally good are not kept), saved as a database
     ``drlhp train-reward`` reads."""
@@ -173,7 +185,7 @@ def make_labels(policies: str, out: str, n_labels: int, length: int, weights: li
     from drlhp.labelling.labellers import SyntheticTeacher
     from drlhp.labels.pref_db import PrefBuffer
 
-    recordings = load_recordings(policies)
+    recordings = load_recordings(policies, blank_rows)
     weights = weights or [1.0] * len(recordings)
     if len(weights) != len(recordings):
         sys.exit(f"error: {len(weights)} weights for {len(recordings)} recordings")
@@ -286,14 +298,19 @@ def signal_metrics(predicted: np.ndarray, true: np.ndarray, episodes: np.ndarray
     }
 
 
-def measure(checkpoint: str, recordings: list[Recording]) -> dict[str, float]:
-    """The metrics over all recordings together (episodes kept apart), plus how the policies are ordered."""
+def load_predictor(checkpoint: str) -> RewardPredictor:
+    """A checkpoint file, the directory of checkpoints or a run's log_dir: the newest checkpoint there."""
     from drlhp.reward.predictor import RewardPredictor
     from drlhp.storage.layout import LogDir, checkpoint_path
 
     if os.path.isdir(LogDir(checkpoint).checkpoint_dir):
         checkpoint = LogDir(checkpoint).checkpoint_dir
-    predictor = RewardPredictor.load(checkpoint_path(checkpoint) if os.path.isdir(checkpoint) else checkpoint)
+    return RewardPredictor.load(checkpoint_path(checkpoint) if os.path.isdir(checkpoint) else checkpoint)
+
+
+def measure(checkpoint: str, recordings: list[Recording]) -> dict[str, float]:
+    """The metrics over all recordings together (episodes kept apart), plus how the policies are ordered."""
+    predictor = load_predictor(checkpoint)
     predicted, true, episodes, rates = [], [], [], []
     for i, rec in enumerate(recordings):
         p = predictor.normalised_rewards(rec.frames)
@@ -304,6 +321,31 @@ def measure(checkpoint: str, recordings: list[Recording]) -> dict[str, float]:
     metrics = signal_metrics(np.concatenate(predicted), np.concatenate(true), np.concatenate(episodes))
     metrics["policy_rho"] = spearman(np.array([r[0] for r in rates]), np.array([r[1] for r in rates]))
     return metrics
+
+
+def score_reading(checkpoint: str, recordings: list[Recording], rows: int) -> None:
+    """How much of the predicted reward is read off the score: every stack's top ``rows`` (Pong's score: 9)
+    replaced by those of a stack of four frames showing 0 : 0, per policy: the RMS change of the reward over
+    its standard deviation, and the critic's signal (``r_disc``) before and after."""
+    predictor = load_predictor(checkpoint)
+    first = recordings[0]
+    # Not an episode's first stacks: the frame stack pads them with black frames, which a network may
+    # reward in its own way; the fourth step of the first episode, before its first point.
+    step = 3
+    if first.episodes[step] != first.episodes[0] or first.rewards[:step + 1].any():
+        sys.exit(f"error: {first.name} does not start with four steps of one episode at 0 : 0")
+    zero_zero = first.frames[step, :rows].copy()
+    print(f"{'policy':<16} {'change/sd':>10} {'mean change/sd':>15} {'r_disc':>7} {'r_disc 0:0':>11}")
+    for rec in recordings:
+        shown = predictor.normalised_rewards(rec.frames)
+        frames = rec.frames.copy()
+        frames[:, :rows] = zero_zero
+        swapped = predictor.normalised_rewards(frames)
+        true = rec.rewards.astype(np.float64)
+        sd = max(float(shown.std()), 1e-12)
+        print(f"{rec.name:<16} {np.sqrt(np.mean((swapped - shown) ** 2)) / sd:>10.2f} "
+              f"{np.mean(swapped - shown) / sd:>+15.2f} {signal_metrics(shown, true, rec.episodes)['r_disc']:>7.2f} "
+              f"{signal_metrics(swapped, true, rec.episodes)['r_disc']:>11.2f}", flush=True)
 
 
 def normalised_to_go(normaliser: Callable[[np.ndarray], np.ndarray], raw_to_go: np.ndarray,
@@ -412,16 +454,27 @@ def main() -> None:
     swi.add_argument("--interval", type=int, default=100, help="training steps between checkpoints (default: 100)")
     swi.add_argument("--switches", type=int, default=5, help="checkpoints to train through (default: 5)")
     swi.add_argument("--seed", type=int, default=0)
+    sco = sub.add_parser("score", help="how much of a checkpoint's reward is read off the score on the screen")
+    sco.add_argument("checkpoint", help="a reward_predictor.ckpt file, its directory or a log_dir")
+    sco.add_argument("--policies", required=True, help="a directory of recordings")
+    sco.add_argument("--rows", type=int, default=9, help="the frame's rows that show the score (Pong's: 9)")
+    for p in (lab, mea, swi):
+        p.add_argument("--blank-rows", type=int, default=0,
+                       help="black out the recorded frames' top rows, as the Atari examples do since 2026-11-26 "
+                            "(Pong: 9; default: 0, the recordings as they are)")
     args = parser.parse_args()
     if args.command == "record":
         record(args.agent_dir, args.out, args.agents, args.steps, args.seed)
     elif args.command == "switch":
-        switch(args.run_dir, load_recordings(args.policies), args.fit_clips, args.refits, args.interval,
-               args.switches, args.seed)
+        switch(args.run_dir, load_recordings(args.policies, args.blank_rows), args.fit_clips, args.refits,
+               args.interval, args.switches, args.seed)
     elif args.command == "labels":
-        make_labels(args.policies, args.out, args.labels, args.segment_length, args.weights, args.seed, args.drop_ties)
+        make_labels(args.policies, args.out, args.labels, args.segment_length, args.weights, args.seed, args.drop_ties,
+                    args.blank_rows)
+    elif args.command == "score":
+        score_reading(args.checkpoint, load_recordings(args.policies), args.rows)
     else:
-        recordings = load_recordings(args.policies)
+        recordings = load_recordings(args.policies, args.blank_rows)
         print("recordings:", ", ".join(f"{r.name} ({r.rewards.sum():+.0f} in {len(r.rewards)} steps)"
                                        for r in recordings))
         rows = {}

@@ -6,7 +6,14 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks"))
-from reward_signal import GAMMA, discounted_to_go, normalised_to_go, ranks, signal_metrics  # noqa: E402
+from reward_signal import (  # noqa: E402
+    GAMMA,
+    Recording,
+    discounted_to_go,
+    normalised_to_go,
+    ranks,
+    signal_metrics,
+)
 
 RNG = np.random.default_rng(0)
 EPISODES = np.repeat(np.arange(4), 2000)
@@ -62,3 +69,16 @@ def test_the_switch_measure_discounts_the_normalised_reward_as_if_step_by_step()
     raw_to_go = np.column_stack([discounted_to_go(m, episodes, GAMMA) for m in raw.T])
     ones_to_go = discounted_to_go(np.ones(len(raw)), episodes, GAMMA)
     assert np.allclose(normalised_to_go(normaliser, raw_to_go, ones_to_go), step_by_step)
+
+
+def test_a_recording_loads_with_its_top_rows_blanked_and_the_rest_as_recorded(tmp_path):
+    rng = np.random.default_rng(0)
+    newest = rng.integers(1, 256, size=(6, 8, 8), dtype=np.uint8)
+    first = rng.integers(1, 256, size=(1, 8, 8, 2), dtype=np.uint8)
+    path = str(tmp_path / "agent_7.npz")
+    np.savez_compressed(path, newest=newest, first_stacks=first, episode_starts=np.array([0]),
+                        rewards=np.zeros(6, np.float32), episodes=np.zeros(6, np.int32), agent_steps=7, seed=0)
+    as_recorded, blanked = Recording(path), Recording(path, blank_rows=3)
+    assert as_recorded.frames[:, :3].all() and not blanked.frames[:, :3].any()
+    np.testing.assert_array_equal(blanked.frames[:, 3:], as_recorded.frames[:, 3:])
+    np.testing.assert_array_equal(as_recorded.frames[1:, ..., -1], newest[1:])

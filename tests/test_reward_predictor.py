@@ -7,7 +7,7 @@ import torch
 from conftest import assert_same_in_float32
 
 from drlhp.clips.frames import frames_to_net_input, infer_frame_spec
-from drlhp.reward.layers import SpatialSoftmax, spatial_softmax
+from drlhp.reward.layers import SpatialSoftmax, peak_softmax, spatial_softmax
 from drlhp.reward.normaliser import MIN_STD, RewardNormaliser
 from drlhp.reward.trainer import RewardTrainer
 from drlhp.reward_predictor import (
@@ -90,6 +90,20 @@ def test_a_sharper_keypoint_softmax_moves_the_keypoint_onto_a_faintly_brighter_s
     soft, sharp = (spatial_softmax(logits, grid, 1, temperature)[0] for temperature in (1.0, 0.1))
     # (x, y) of the corner is (1, 1): at temperature 1 the keypoint stays near the centre, at 0.1 it is drawn there.
     assert soft.max() < 0.05 and sharp.min() > 0.5
+
+
+def test_the_keypoint_softmax_never_makes_denormal_floats_and_keeps_what_weighs():
+    # A trained network's sharp maps: logits from the peak down to 110 below it, at 0.5 steps, so some fall
+    # where float32's exp is denormal (87-103 below the peak), whose arithmetic is several times slower.
+    logits = (-torch.arange(0, 110, 0.5)).view(1, -1, 1).repeat(1, 1, 3).requires_grad_()
+    attention = peak_softmax(logits, dim=1)
+    attention.mul(torch.rand_like(attention)).sum().backward()
+    tiny = torch.finfo(torch.float32).tiny
+    for t in (attention, logits.grad):
+        assert not ((t != 0) & (t.abs() < tiny)).any(), "denormal floats"
+    plain = torch.softmax(logits.detach(), dim=1)
+    assert torch.allclose(attention, plain, rtol=0, atol=1e-20)
+    assert ((plain != 0) & (plain < tiny)).any(), "the test's logits no longer reach the denormal range"
 
 
 def test_the_keypoint_network_drops_out_only_in_its_dense_head():

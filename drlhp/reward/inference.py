@@ -28,7 +28,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from drlhp.reward.layers import MemberLinear, SpatialSoftmax, member_linear, spatial_softmax
+from drlhp.reward.layers import MemberLinear, SpatialSoftmax, member_linear, peak_softmax, spatial_softmax
 
 # Gathering patches beats a grouped convolution on small maps only (measured at batch 1, see
 # benchmarks/ensemble_forward.py): the gathered patches grow with the map, the call overhead does not.
@@ -114,7 +114,7 @@ def _member_major_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tens
 def _member_major_spatial_softmax(x: torch.Tensor, grid: torch.Tensor, temperature: float) -> torch.Tensor:
     """``spatial_softmax`` on ``(M, K, N*H*W)`` -> ``(M, N, 2K)``: each member's K x-coordinates, then K y's."""
     m, k = x.shape[:2]
-    xy = torch.softmax(x.view(m, k, -1, grid.shape[0]) / temperature, dim=-1) @ grid  # (M, K, N, 2)
+    xy = peak_softmax(x.view(m, k, -1, grid.shape[0]) / temperature, dim=-1) @ grid  # (M, K, N, 2)
     return xy.permute(0, 2, 3, 1).reshape(m, -1, 2 * k)
 
 

@@ -59,10 +59,24 @@ class SpatialSoftmax(nn.Module):
         return spatial_softmax(x, self.grid, self.n_members, self.temperature)
 
 
+#: How far below a map's peak a softmax logit may fall: e^-50 (2e-22) of the peak's weight is nothing to the
+#: keypoint, and it keeps the softmax out of float32's denormal range (below e^-87), whose arithmetic is
+#: about 9 times slower on x86 CPUs. A trained network's maps get that sharp: docs/benchmarks.md, "Figures
+#: behind the code".
+SOFTMAX_LOGIT_FLOOR = 50.0
+
+
+def peak_softmax(logits: torch.Tensor, dim: int) -> torch.Tensor:
+    """``torch.softmax(logits, dim)`` with every logit raised to at least its map's peak minus
+    ``SOFTMAX_LOGIT_FLOOR`` (a floor that is not trained through: positions that far below weigh nothing)."""
+    floor = logits.detach().amax(dim=dim, keepdim=True) - SOFTMAX_LOGIT_FLOOR
+    return torch.softmax(torch.maximum(logits, floor), dim=dim)
+
+
 def spatial_softmax(x: torch.Tensor, grid: torch.Tensor, n_members: int, temperature: float = 1.0) -> torch.Tensor:
     """``SpatialSoftmax``'s computation: ``x`` (N, M*K, H, W), ``grid`` (H*W, 2) -> (N, M*2K)."""
     n, c, h, w = x.shape
     # (N, H*W, C) is a view of the channels-last maps the network makes: no copy before the softmax.
-    attention = torch.softmax(x.permute(0, 2, 3, 1).reshape(n, h * w, c) * (1.0 / temperature), dim=1)
+    attention = peak_softmax(x.permute(0, 2, 3, 1).reshape(n, h * w, c) * (1.0 / temperature), dim=1)
     xy = grid.t() @ attention  # (N, 2, M*K)
     return xy.view(n, 2, n_members, c // n_members).transpose(1, 2).reshape(n, 2 * c)

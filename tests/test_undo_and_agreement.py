@@ -160,7 +160,9 @@ def test_a_synthetic_run_of_two_teachers_reports_the_agreement_their_mistake_rat
         def step_until_labelled() -> bool:
             if any(env.step(0)[2:4]):
                 env.reset()
-            return env.stats()["labels_sent"] == n_labels
+            # The interface publishes its label count and its agreement table one after the other: wait for both.
+            stats = env.stats()
+            return stats["labels_sent"] == n_labels and stats["pairs_answered_twice"] == n_labels
 
         assert wait_for(step_until_labelled, timeout=120, poll=0)
         stats = env.stats()

@@ -103,7 +103,8 @@ def test_the_keypoint_softmax_never_makes_denormal_floats_and_keeps_what_weighs(
         assert not ((t != 0) & (t.abs() < tiny)).any(), "denormal floats"
     plain = torch.softmax(logits.detach(), dim=1)
     assert torch.allclose(attention, plain, rtol=0, atol=1e-20)
-    assert ((plain != 0) & (plain < tiny)).any(), "the test's logits no longer reach the denormal range"
+    # float32's exp is denormal between 87 and 103 below the peak (a CPU that flushes denormals shows 0 there).
+    assert ((logits.detach() < -87) & (logits.detach() > -103)).any(), "the logits no longer reach the denormal range"
 
 
 def test_the_keypoint_network_drops_out_only_in_its_dense_head():

@@ -17,6 +17,7 @@ from scripts.virtual_desktop import missing_tools, virtual_desktop, wait_for_tex
 
 from drlhp import HumanPreferencesEnvWrapper, PrefDB
 from drlhp.labelling.display import BORDER_PX, CAPTION_PX, PROGRESS_PX
+from drlhp.labelling.human import PAIR_WINDOW
 
 SCRIPT = os.path.join(os.path.dirname(__file__), "scripts", "human_session.py")
 
@@ -133,6 +134,29 @@ def test_a_person_labels_pairs_in_the_terminal_while_clips_play(tmp_path, screen
     # pair 5 was on screen, asked, when the run stopped: a resumed run counts the labels it holds
     resumed = resume_and_read_labels(make_session_env(), str(tmp_path), labels_asked=3, segment_length=20)
     assert [label for label, _ in resumed] == [1.0, 0.5, 1.0]
+
+
+REMAP_CHILD = """
+import cv2, numpy as np
+from drlhp.labelling.human import PAIR_WINDOW
+from drlhp.labelling.x11_remap import remap_own_window
+cv2.namedWindow(PAIR_WINDOW, cv2.WINDOW_AUTOSIZE | cv2.WINDOW_GUI_NORMAL)
+cv2.imshow(PAIR_WINDOW, np.full((50, 60, 3), 200, np.uint8))
+while not remap_own_window(PAIR_WINDOW):  # bounded by the subprocess timeout
+    cv2.waitKey(20)
+print("other title:", remap_own_window("not a drlhp window"), flush=True)
+"""
+
+
+def test_the_labelling_window_is_mapped_again_from_outside_qt(screen_and_terminal, monkeypatch):
+    """The cure for Qt's never-painted windows finds this process's window by title, and only it."""
+    from drlhp.labelling.x11_remap import remap_own_window
+
+    display, env, _ = screen_and_terminal
+    out = subprocess.run([sys.executable, "-c", REMAP_CHILD], env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and "other title: 0" in out.stdout, out.stderr
+    monkeypatch.delenv("DISPLAY", raising=False)
+    assert remap_own_window(PAIR_WINDOW) == 0  # no display: nothing to do, no error
 
 
 def test_a_cluster_service_asks_in_the_labellers_terminal_and_shows_a_window(tmp_path, screen_and_terminal):

@@ -32,12 +32,15 @@ from drlhp.labelling.display import (
 )
 from drlhp.labelling.labellers import UNDO, Undo
 from drlhp.labelling.terminal import HELP, TerminalPrompt, parse_answer, terminal_problem
+from drlhp.labelling.x11_remap import remap_own_window
 from drlhp.storage.run_dir import log_human_label
 
 PAIR_WINDOW = "drlhp: which clip is better?"
 TERMINAL_LABELLER = "terminal"  # human_labels.csv's labeller column for answers typed in the terminal
 EPISODE_WINDOW = "drlhp: last full episode"
 QUESTION = "[L]eft better, [R]ight better, [E]qual, [U]ndo last, Enter = can't compare: "
+#: Frames drawn while a new window is looked for on screen to be mapped again (``_show``).
+REMAP_TRIES = 40
 #: Answers the pace shown is the median of.
 PACE_WINDOW = 20
 
@@ -114,6 +117,7 @@ class HumanLabeller:
         h, w = frame_hw(config.frame_spec)
         self._window_x = {PAIR_WINDOW: 0, EPISODE_WINDOW: 2 * w * self.zoom + BORDER_PX + 20}
         self._opened: set[str] = set()
+        self._to_remap: dict[str, int] = {}  # window -> frames left to try (see ``_show``)
 
     def show_episode(self, frames: list[np.ndarray]) -> None:
         """Loop these frames (the agent's last full episode) in the smaller window.
@@ -192,6 +196,11 @@ class HumanLabeller:
         cv2 = self.cv2
         if window in self._opened:
             cv2.imshow(window, picture)
+            if self._to_remap.get(window):
+                # Once it is on screen, map it again from outside Qt: on a busy machine Qt sometimes
+                # never paints a window it has just shown (``x11_remap``).
+                remapped = remap_own_window(window)
+                self._to_remap[window] = 0 if remapped else self._to_remap[window] - 1
             return
         # GUI_NORMAL: no Qt toolbar or status bar, just the picture.
         cv2.namedWindow(window, cv2.WINDOW_AUTOSIZE | cv2.WINDOW_GUI_NORMAL)
@@ -199,6 +208,7 @@ class HumanLabeller:
         cv2.waitKey(1)
         cv2.moveWindow(window, self._window_x[window], 0)
         self._opened.add(window)
+        self._to_remap[window] = REMAP_TRIES
 
     def _count(self, a: Segment, b: Segment, label: float | None, seconds: float) -> None:
         """A label given: shown in the count and pace, and the person may take it back."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import os
+import sys
 from functools import lru_cache
 
 _IS_VIEWABLE = 2  # XWindowAttributes.map_state
@@ -88,6 +89,8 @@ def _property(x: ctypes.CDLL, display: int, window: int, atom: int) -> tuple[int
 
 def remap_own_window(title: str) -> int:
     """Unmap and map again this process's viewable windows titled ``title``; returns how many there were."""
+    if not (sys.platform.startswith("linux") and os.environ.get("DISPLAY")):
+        return 0  # OpenCV's Qt draws through X only on Linux
     x = _xlib()
     if x is None:
         return 0

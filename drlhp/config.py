@@ -25,7 +25,16 @@ from drlhp.labelling.schedule import LabelSchedule, ScheduleKind
 from drlhp.labelling.terminal import CONTROLLING_TERMINAL
 from drlhp.labels.pref_db import DEFAULT_VAL_FRACTION
 from drlhp.reward.augment import Augmentation
-from drlhp.reward.predictor import ARCHS, DEFAULT_ARCH, DEFAULT_DROPOUT, DEFAULT_ENSEMBLE_SIZE, RewardNetArch
+from drlhp.reward.predictor import (
+    ARCHS,
+    DEFAULT_ARCH,
+    DEFAULT_DROPOUT,
+    DEFAULT_ENSEMBLE_SIZE,
+    DEFAULT_FRAME_NORM,
+    FRAME_NORMS,
+    FrameNormMode,
+    RewardNetArch,
+)
 from drlhp.reward.tensorboard_log import require_tensorboard
 from drlhp.reward.torch_setup import check_device_name
 from drlhp.storage.layout import checkpoint_path
@@ -113,8 +122,13 @@ class PreferenceConfig:
         reward_predictor_batch_size: labelled pairs per training step.
         reward_predictor_dropout: dropout probability after every hidden layer (the keypoint network:
             its dense layers only).
-        reward_predictor_batchnorm: add batch normalisation after every hidden layer. Atari
-            frames need it: on Pong's flat background the network's units die without it.
+        reward_predictor_batchnorm: add batch normalisation after every hidden layer (Christiano et
+            al.'s Atari setting). With centred frames (``reward_predictor_frame_norm``) Pong learns
+            without it; on MovingDot it costs accuracy.
+        reward_predictor_frame_norm: what image frames go through before the network: ``"centre"``
+            (the default: each frame's channels minus their mean, so a flat background is 0 whatever
+            its brightness: Pong's grey one killed the network's units without batchnorm),
+            ``"standardise"`` (also divided by their standard deviation) or ``"none"``.
         reward_predictor_device: the torch device the reward network trains on: ``"cpu"``,
             ``"auto"`` (CUDA where torch finds it, else the CPU) or a device such as ``"cuda:1"``.
             Every process loads its checkpoints on the CPU, so the env steps never wait on a GPU.
@@ -210,6 +224,7 @@ class PreferenceConfig:
     reward_predictor_batch_size: int = 8
     reward_predictor_dropout: float = DEFAULT_DROPOUT
     reward_predictor_batchnorm: bool = False
+    reward_predictor_frame_norm: FrameNormMode = DEFAULT_FRAME_NORM
     reward_predictor_device: str = "cpu"
     reward_net_arch: RewardNetArch = DEFAULT_ARCH
     augment_shift: int = 0
@@ -293,6 +308,8 @@ def _check(c: PreferenceConfig) -> None:
         need(getattr(c, name) >= 1, f"{name} must be >= 1, got {getattr(c, name)}")
     need(c.label_budget is None or c.label_budget >= 1, f"label_budget must be >= 1 (or None), got {c.label_budget}")
     _ = c.schedule, c.augmentation  # building them checks their settings
+    need(c.reward_predictor_frame_norm in FRAME_NORMS,
+         f"reward_predictor_frame_norm must be one of {FRAME_NORMS}, got {c.reward_predictor_frame_norm!r}")
     need(c.reward_net_arch in ARCHS, f"reward_net_arch must be one of {ARCHS}, got {c.reward_net_arch!r}")
     need(c.pair_selection in SELECTIONS, f"pair_selection must be one of {SELECTIONS}, got {c.pair_selection!r}")
     need(c.n_candidate_pairs >= 1, f"n_candidate_pairs must be >= 1, got {c.n_candidate_pairs}")

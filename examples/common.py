@@ -36,7 +36,7 @@ from stable_baselines3.common.vec_env import VecEnv
 
 from drlhp.config import PreferenceConfig
 from drlhp.learning_curve import LearningCurveWriter, learning_curve_path, next_session
-from drlhp.reward_predictor import DEFAULT_ARCH
+from drlhp.reward.predictor import DEFAULT_ARCH, DEFAULT_FRAME_NORM
 from drlhp.sb3 import HumanPreferencesLogger, HumanPreferencesVecEnvWrapper
 
 
@@ -67,8 +67,9 @@ class Args:
         "help": "the reward network: atari (Christiano et al.'s CNN) or keypoints (spatial softmax: "
                 "relational rewards)"})
     reward_net_batchnorm: bool = field(default=False, metadata={
-        "help": "batch normalisation in the reward network (Christiano et al.'s Atari setting; Pong needs it: "
-                "without it the network's units die on Pong's flat background)"})
+        "help": "batch normalisation in the reward network (Christiano et al.'s Atari setting)"})
+    reward_net_frame_norm: str = field(default=DEFAULT_FRAME_NORM, metadata={
+        "help": "frames centred (each channel minus its mean: a flat background is 0), standardised, or none"})
     n_initial_training_steps: int = field(default=50, metadata={
         "help": "reward-training steps before the agent gets the predicted reward"})
     log_every: int = field(default=2_000, metadata={"help": "print progress every this many agent steps"})
@@ -158,6 +159,7 @@ def train_on_predicted_reward(venv: VecEnv, args: Args, make_agent: Callable[[Ve
         ensemble_size=args.ensemble_size,
         reward_net_arch=args.reward_net_arch,
         reward_predictor_batchnorm=args.reward_net_batchnorm,
+        reward_predictor_frame_norm=args.reward_net_frame_norm,
         n_initial_training_steps=args.n_initial_training_steps,
         log_dir=args.log_dir,
         resume=args.resume,

@@ -9,6 +9,7 @@ from conftest import assert_same_in_float32
 from drlhp.clips.frames import frames_to_net_input, infer_frame_spec
 from drlhp.reward.layers import SpatialSoftmax, peak_softmax, spatial_softmax
 from drlhp.reward.normaliser import MIN_STD, RewardNormaliser
+from drlhp.reward.predictor import FRAME_NORMS
 from drlhp.reward.trainer import RewardTrainer
 from drlhp.reward_predictor import (
     ARCHS,
@@ -109,7 +110,7 @@ def test_the_keypoint_softmax_never_makes_denormal_floats_and_keeps_what_weighs(
 
 def test_the_keypoint_network_drops_out_only_in_its_dense_head():
     net = build_reward_net(NetConfig(infer_frame_spec(np.zeros((32, 32, 1), np.uint8)), arch="keypoints",
-                                     dropout=0.5)).train()
+                                     dropout=0.5, frame_norm="none")).train()
     body, head = net[0], net[1:]
     x = torch.rand(4, 1, 32, 32)
     torch.manual_seed(0)
@@ -213,11 +214,39 @@ def test_trainer_step_reduces_loss_on_a_fixed_batch():
 
 
 @pytest.mark.parametrize("arch", ARCHS)
+def test_centred_frames_are_rewarded_the_same_whatever_the_backgrounds_brightness(arch):
+    torch.manual_seed(0)
+    frames = np.random.default_rng(0).integers(0, 100, (6, 40, 40, 4), dtype=np.uint8)
+    spec = infer_frame_spec(frames[0])
+    centred, plain = (RewardPredictor(NetConfig(spec, arch=arch, frame_norm=norm)) for norm in ("centre", "none"))
+    assert [type(m).__name__ for m in centred.net[0]][0] == "FrameNorm"  # the default
+    brighter = frames + np.uint8(90)  # Pong's grey instead of black, say
+    np.testing.assert_allclose(centred.raw_rewards(brighter), centred.raw_rewards(frames), atol=1e-5)
+    assert not np.allclose(plain.raw_rewards(brighter), plain.raw_rewards(frames), atol=1e-5)
+
+
+def test_a_checkpoint_from_before_frame_norm_loads_with_frames_as_they_are(tmp_path):
+    frames = np.random.default_rng(1).integers(0, 256, (5, 20, 20, 1), dtype=np.uint8)
+    p = RewardPredictor(NetConfig(infer_frame_spec(frames[0]), frame_norm="none"))
+    p.save(str(tmp_path / "r.ckpt"))
+    state = torch.load(str(tmp_path / "r.ckpt"), weights_only=True)
+    del state["net_config"]["frame_norm"]
+    torch.save(state, str(tmp_path / "old.ckpt"))
+    q = RewardPredictor.load(str(tmp_path / "old.ckpt"))
+    assert q.config.frame_norm == "none"
+    np.testing.assert_allclose(q.raw_rewards(frames), p.raw_rewards(frames))
+    with pytest.raises(ValueError, match="frame_norm must be one of"):
+        NetConfig(p.config.frame_spec, frame_norm="mean")
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("frame_norm", FRAME_NORMS)
 @pytest.mark.parametrize("shape, batchnorm", [((84, 84, 4), False), ((12, 12), True), ((10,), True)])
-def test_fast_single_frame_path_matches_the_network(shape, batchnorm, arch):
+def test_fast_single_frame_path_matches_the_network(shape, batchnorm, arch, frame_norm):
     torch.manual_seed(0)
     frames = np.random.default_rng(0).integers(0, 256, (64, *shape), dtype=np.uint8)
-    predictor = RewardPredictor(NetConfig(infer_frame_spec(frames[0]), batchnorm=batchnorm, arch=arch),
+    predictor = RewardPredictor(NetConfig(infer_frame_spec(frames[0]), batchnorm=batchnorm, arch=arch,
+                                          frame_norm=frame_norm),
                                 normaliser=RewardNormaliser(0.1, 0.5, 2.0))
     trainer = RewardTrainer(predictor, lr=1e-2)  # move weights and batchnorm statistics away from their init
     for _ in range(3):

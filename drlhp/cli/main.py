@@ -20,7 +20,7 @@ from tqdm import tqdm
 
 from drlhp.config import PreferenceConfig
 from drlhp.errors import ConfigError
-from drlhp.reward.predictor import ARCHS
+from drlhp.reward.predictor import ARCHS, FRAME_NORMS
 from drlhp.storage.layout import LogDir
 
 DEFAULTS = PreferenceConfig()  # train-reward trains as a wrapper's trainer would
@@ -183,6 +183,8 @@ def build_parser() -> argparse.ArgumentParser:
     _setting(p, settings, "--batchnorm", "reward_predictor_batchnorm", action="store_true",
              help="batch normalisation")
     _setting(p, settings, "--arch", "reward_net_arch", choices=ARCHS, help="the reward network for images")
+    _setting(p, settings, "--frame-norm", "reward_predictor_frame_norm", choices=FRAME_NORMS,
+             help="image frames centred (each channel minus its mean), standardised, or none")
     _setting(p, settings, "--augment-shift", "augment_shift", type=int,
              help="random shifts of the clips, in pixels; 0: off")
     _setting(p, settings, "--temporal-crop-min-length", "temporal_crop_min_length", type=int,

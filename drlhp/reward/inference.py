@@ -28,7 +28,15 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from drlhp.reward.layers import MemberLinear, SpatialSoftmax, member_linear, peak_softmax, spatial_softmax
+from drlhp.reward.layers import (
+    FrameNorm,
+    MemberLinear,
+    SpatialSoftmax,
+    frame_norm,
+    member_linear,
+    peak_softmax,
+    spatial_softmax,
+)
 
 # Gathering patches beats a grouped convolution on small maps only (measured at batch 1, see
 # benchmarks/ensemble_forward.py): the gathered patches grow with the map, the call overhead does not.
@@ -134,8 +142,10 @@ def inference_ops(net: nn.Module, in_shape: Sequence[int], one_frame: bool = Fal
     ops: list[Op] = []
     hw = cast("tuple[int, int]", tuple(in_shape[1:]))  # (H, W) of images (C, H, W); used only for images
     member_major = False
+    weighted = False  # a layer with weights seen: the input is no longer the plain frames
     for m in modules:
-        first = not ops
+        first = not weighted
+        weighted = weighted or isinstance(m, (nn.Conv2d, MemberLinear))
         if isinstance(m, nn.Conv2d):
             out_hw = _conv_out_hw(m, hw)
             if gather and m.stride == (1, 1) and out_hw[0] * out_hw[1] <= MAX_GATHER_MAP:
@@ -162,6 +172,8 @@ def inference_ops(net: nn.Module, in_shape: Sequence[int], one_frame: bool = Fal
         elif isinstance(m, SpatialSoftmax):
             ops.append(partial(_member_major_spatial_softmax, grid=m.grid, temperature=m.temperature) if member_major
                        else partial(spatial_softmax, grid=m.grid, n_members=m.n_members, temperature=m.temperature))
+        elif isinstance(m, FrameNorm):
+            ops.append(partial(frame_norm, mode=m.mode))
         elif isinstance(m, (nn.BatchNorm1d, nn.BatchNorm2d)):
             ops.append(m.eval())
         else:

@@ -80,3 +80,30 @@ def spatial_softmax(x: torch.Tensor, grid: torch.Tensor, n_members: int, tempera
     attention = peak_softmax(x.permute(0, 2, 3, 1).reshape(n, h * w, c) * (1.0 / temperature), dim=1)
     xy = grid.t() @ attention  # (N, 2, M*K)
     return xy.view(n, 2, n_members, c // n_members).transpose(1, 2).reshape(n, 2 * c)
+
+
+class FrameNorm(nn.Module):
+    """Each frame's channels centred on their own mean (``"centre"``), or also divided by their
+    standard deviation (``"standardise"``): a flat background is 0 whatever its brightness.
+
+    No parameters and no statistics kept, so a checkpoint, the trainer and the env side agree by
+    construction. Input ``(N, C, H, W)``, any number of channels (an ensemble's repeated ones too).
+    """
+
+    def __init__(self, mode: str) -> None:
+        super().__init__()
+        self.mode = mode
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return frame_norm(x, self.mode)
+
+    def extra_repr(self) -> str:
+        return repr(self.mode)
+
+
+def frame_norm(x: torch.Tensor, mode: str) -> torch.Tensor:
+    """``FrameNorm``'s computation: ``x`` (N, C, H, W) per image and channel."""
+    centred = x - x.mean(dim=(2, 3), keepdim=True)
+    if mode == "centre":
+        return centred
+    return centred / (centred.std(dim=(2, 3), keepdim=True) + 1e-3)

@@ -192,8 +192,8 @@ class Learner:
         self._warned_flat = True
         log.warning("the reward network's output hardly varies over the labelled clips (std %.1g at training step %d): "
                     "its units have probably died, so it adds nothing to the agent's reward (0 if no ensemble member "
-                    "varies). On frames with a large flat background (Atari) train it with "
-                    "reward_predictor_batchnorm=True.", member_stds.min(), self.step)
+                    "varies). On frames with a large flat background (Atari) keep reward_predictor_frame_norm='centre' "
+                    "(the default) or try reward_predictor_batchnorm=True.", member_stds.min(), self.step)
 
     def _batches(self, db: PrefDB) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
         """``n_val_pairs`` random pairs of ``db``, unpacked a training batch at a time (bounded memory)."""

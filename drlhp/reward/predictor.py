@@ -29,7 +29,7 @@ from torch import nn
 from drlhp.clips.frames import FrameSpec, check_format, frames_to_net_input
 from drlhp.errors import CheckpointFormatError, ConfigError, MissingFileError, ObservationError
 from drlhp.reward.inference import inference_ops
-from drlhp.reward.layers import MemberLinear, SpatialSoftmax
+from drlhp.reward.layers import FrameNorm, MemberLinear, SpatialSoftmax
 from drlhp.reward.normaliser import RewardNormaliser
 from drlhp.storage.files import atomic_write
 
@@ -44,6 +44,15 @@ ARCHS: tuple[RewardNetArch, ...] = get_args(RewardNetArch)
 #: network does not, position rewards as well, and on Pong (with batchnorm) reaches a higher accuracy in the
 #: same training steps with less noise in its reward (docs/results.md, docs/label-efficiency.md).
 DEFAULT_ARCH: RewardNetArch = "keypoints"
+#: What image frames go through before the first convolution (``drlhp.reward.layers.FrameNorm``): each frame's
+#: channels centred on their mean (``"centre"``), also scaled to unit deviation (``"standardise"``), or as they
+#: are (``"none"``, every checkpoint written before it was a setting).
+FrameNormMode = Literal["centre", "standardise", "none"]
+FRAME_NORMS: tuple[FrameNormMode, ...] = get_args(FrameNormMode)
+#: Centred frames: on Pong the keypoint network without batchnorm then learns what it could not (Pong's flat
+#: grey background killed its units) and carries far less noise than with batchnorm, and on MovingDot it
+#: learns as before (docs/results.md, "Centred frames").
+DEFAULT_FRAME_NORM: FrameNormMode = "centre"
 # The Atari network of Christiano et al. 2017 (appendix A.2): (kernel, stride) per layer.
 CONV_LAYERS = ((7, 3), (5, 2), (3, 1), (3, 1))
 # Smallest side for which those layers fit unpadded; smaller images use "same" padding.
@@ -71,10 +80,13 @@ class NetConfig:
     n_members: int = 1
     arch: RewardNetArch = DEFAULT_ARCH  # images only; older checkpoints hold no arch: "atari"
     keypoint_temperature: float = DEFAULT_KEYPOINT_TEMPERATURE  # the keypoint network only
+    frame_norm: FrameNormMode = DEFAULT_FRAME_NORM  # images only; older checkpoints hold none: "none"
 
     def __post_init__(self) -> None:
         if self.arch not in ARCHS:
             raise ConfigError(f"reward network arch must be one of {ARCHS}, got {self.arch!r}")
+        if self.frame_norm not in FRAME_NORMS:
+            raise ConfigError(f"frame_norm must be one of {FRAME_NORMS}, got {self.frame_norm!r}")
         if not self.keypoint_temperature > 0:
             raise ConfigError(f"keypoint_temperature must be > 0, got {self.keypoint_temperature}")
 
@@ -85,9 +97,11 @@ class NetConfig:
 
     @classmethod
     def from_dict(cls, d: dict) -> NetConfig:
-        arch = cast(RewardNetArch, str(d.get("arch", "atari")))  # a file's word: __post_init__ checks it
+        # A file's words: __post_init__ checks them.
+        arch = cast(RewardNetArch, str(d.get("arch", "atari")))
+        frame_norm = cast(FrameNormMode, str(d.get("frame_norm", "none")))
         return cls(FrameSpec.from_dict(d["frame_spec"]), float(d["dropout"]), bool(d["batchnorm"]), int(d["hidden"]),
-                   int(d.get("n_members", 1)), arch, float(d.get("keypoint_temperature", 1.0)))
+                   int(d.get("n_members", 1)), arch, float(d.get("keypoint_temperature", 1.0)), frame_norm)
 
 
 def build_reward_net(config: NetConfig) -> nn.Module:
@@ -106,6 +120,8 @@ def build_reward_net(config: NetConfig) -> nn.Module:
         layers = _keypoint_body(config, in_shape)
     else:
         layers = _atari_body(config, in_shape)
+    if config.frame_spec.is_image and config.frame_norm != "none":
+        layers = [FrameNorm(config.frame_norm), *layers]
     body = nn.Sequential(*layers)
     with torch.no_grad():
         n_features = body(member_input(torch.zeros(1, *in_shape), m)).shape[1] // m

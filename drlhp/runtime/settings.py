@@ -73,7 +73,8 @@ class InterfaceConfig:
 def net_config(config: PreferenceConfig, frame_spec: FrameSpec) -> NetConfig:
     """The reward network a run with ``config`` builds for frames of ``frame_spec``."""
     return NetConfig(frame_spec, config.reward_predictor_dropout, config.reward_predictor_batchnorm,
-                     n_members=config.ensemble_size, arch=config.reward_net_arch)
+                     n_members=config.ensemble_size, arch=config.reward_net_arch,
+                     frame_norm=config.reward_predictor_frame_norm)
 
 
 def learner_config(config: PreferenceConfig, frame_spec: FrameSpec) -> LearnerConfig:

@@ -73,7 +73,7 @@ def _windows(x: ctypes.CDLL, display: int, window: int):
 
 
 def _property(x: ctypes.CDLL, display: int, window: int, atom: int) -> tuple[int, bytes] | None:
-    """A window property's format (8, 16 or 32) and raw items, or None where it has none."""
+    """A window property's format and raw items, or None where it has none (read: 8-bit strings, 32-bit numbers)."""
     actual_type, fmt = ctypes.c_ulong(), ctypes.c_int()
     n, after, data = ctypes.c_ulong(), ctypes.c_ulong(), ctypes.c_void_p()
     if x.XGetWindowProperty(display, window, atom, 0, 256, 0, 0, ctypes.byref(actual_type), ctypes.byref(fmt),
@@ -81,7 +81,7 @@ def _property(x: ctypes.CDLL, display: int, window: int, atom: int) -> tuple[int
         return None
     try:
         # Format-32 items come back as C longs, whatever their size.
-        size = {8: 1, 16: ctypes.sizeof(ctypes.c_short), 32: ctypes.sizeof(ctypes.c_long)}.get(fmt.value, 0)
+        size = {8: 1, 32: ctypes.sizeof(ctypes.c_long)}.get(fmt.value, 0)
         return fmt.value, ctypes.string_at(data, size * n.value)
     finally:
         x.XFree(data)

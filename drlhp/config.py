@@ -19,10 +19,11 @@ from typing import Any, Callable, Literal, get_args
 import numpy as np
 
 from drlhp.errors import ConfigError, MissingExtraError, UnknownSettingError
-from drlhp.labelling.labellers import GivesSecondOpinions, Labeller, SyntheticTeacher
-from drlhp.labelling.pair_selection import SELECTIONS, PairSelection
+from drlhp.labelling.labellers import DEFAULT_PAIRS_PER_SEGMENT, GivesSecondOpinions, Labeller, SyntheticTeacher
+from drlhp.labelling.pair_selection import DEFAULT_N_CANDIDATES, SELECTIONS, PairSelection
 from drlhp.labelling.schedule import LabelSchedule, ScheduleKind
 from drlhp.labelling.terminal import CONTROLLING_TERMINAL
+from drlhp.labelling.web.pool import DEFAULT_UNDO_LIMIT
 from drlhp.labels.pref_db import DEFAULT_VAL_FRACTION
 from drlhp.reward.augment import Augmentation
 from drlhp.reward.predictor import (
@@ -37,6 +38,7 @@ from drlhp.reward.predictor import (
 )
 from drlhp.reward.tensorboard_log import require_tensorboard
 from drlhp.reward.torch_setup import check_device_name
+from drlhp.storage.checkpoint_watch import DEFAULT_POLL_INTERVAL
 from drlhp.storage.layout import checkpoint_path
 from drlhp.storage.run_dir import can_resume
 
@@ -181,7 +183,7 @@ class PreferenceConfig:
         autosave_prefs: keep labels safe in ``log_dir`` without being asked: journal each
             label before the next pair is asked, and save a snapshot on ``close()``. False:
             labels reach disk only through ``save_prefs()``.
-        ckpt_poll_interval: seconds between cheap checks for a newer checkpoint.
+        ckpt_poll_interval: seconds between cheap checks for a newer checkpoint (env process and interface).
         close_timeout: seconds ``close()`` waits for the trainer to save and exit before
             terminating it.
         log_level: logging level of drlhp's processes.
@@ -210,11 +212,11 @@ class PreferenceConfig:
     label_schedule_steps: int = 1_000_000
     label_schedule_t0: int | None = None
     pair_selection: PairSelection = "disagreement"
-    n_candidate_pairs: int = 64
+    n_candidate_pairs: int = DEFAULT_N_CANDIDATES
     synthetic_teacher: SyntheticTeacher = SyntheticTeacher()
     synthetic_teachers: Mapping[str, SyntheticTeacher] | None = None
     labelling_instructions: str | None = None
-    undo_limit: int = 10
+    undo_limit: int = DEFAULT_UNDO_LIMIT
     second_opinion_share: float = 0.0
     n_initial_training_steps: int = 50
     max_prefs_in_db: int = 3000
@@ -241,14 +243,14 @@ class PreferenceConfig:
     human_terminal: str = CONTROLLING_TERMINAL
     prefs_autosave_interval: float | None = None
     max_segs: int = 200
-    synthetic_prefs_per_segment: float = 1.0
+    synthetic_prefs_per_segment: float = DEFAULT_PAIRS_PER_SEGMENT
     segment_queue_size: int | None = None
     seed: int | None = None
     mp_start_method: str = "spawn"
     torch_threads: int | None = 1
     trainer_torch_threads: int | None = 1
     autosave_prefs: bool = True
-    ckpt_poll_interval: float = 1.0
+    ckpt_poll_interval: float = DEFAULT_POLL_INTERVAL
     close_timeout: float = 10.0
     log_level: int = logging.INFO
     tensorboard_log: str | None = None

@@ -36,7 +36,6 @@ from stable_baselines3.common.vec_env import VecEnv
 
 from drlhp.config import PreferenceConfig
 from drlhp.learning_curve import LearningCurveWriter, learning_curve_path, next_session
-from drlhp.reward.predictor import DEFAULT_ARCH, DEFAULT_FRAME_NORM
 from drlhp.sb3 import HumanPreferencesLogger, HumanPreferencesVecEnvWrapper
 
 
@@ -55,29 +54,32 @@ class Args:
         "help": "also keep each saved agent as agent/agent_<agent steps>.pt (policies of every skill the run "
                 "passed through, e.g. for benchmarks/reward_signal.py)"})
     seed: int = field(default=0, metadata={"help": "seed of the envs, the agent and drlhp"})
-    segment_length: int = field(default=25, metadata={"help": "frames per clip compared"})
-    n_initial_prefs: int = field(default=40, metadata={"help": "labels before reward training starts"})
+    segment_length: int = field(default=PreferenceConfig.segment_length, metadata={"help": "frames per clip compared"})
+    n_initial_prefs: int = field(default=PreferenceConfig.n_initial_prefs, metadata={
+        "help": "labels before reward training starts"})
     label_budget: int = field(default=300, metadata={"help": "labels the run may ask for in all (0: no limit)"})
-    label_schedule: str = field(default="hyperbolic", metadata={
+    label_schedule: str = field(default=PreferenceConfig.label_schedule, metadata={
         "help": "how the rate of asking falls over the run: hyperbolic, inverse_quadratic or constant"})
-    pair_selection: str = field(default="disagreement", metadata={
+    pair_selection: str = field(default=PreferenceConfig.pair_selection, metadata={
         "help": "disagreement (of the reward ensemble) or random"})
-    ensemble_size: int = field(default=3, metadata={"help": "reward networks in the ensemble"})
-    reward_net_arch: str = field(default=DEFAULT_ARCH, metadata={
+    ensemble_size: int = field(default=PreferenceConfig.ensemble_size, metadata={
+        "help": "reward networks in the ensemble"})
+    reward_net_arch: str = field(default=PreferenceConfig.reward_net_arch, metadata={
         "help": "the reward network: atari (Christiano et al.'s CNN) or keypoints (spatial softmax: "
                 "relational rewards)"})
-    reward_net_batchnorm: bool = field(default=False, metadata={
+    reward_net_batchnorm: bool = field(default=PreferenceConfig.reward_predictor_batchnorm, metadata={
         "help": "batch normalisation in the reward network (Christiano et al.'s Atari setting)"})
-    reward_net_frame_norm: str = field(default=DEFAULT_FRAME_NORM, metadata={
+    reward_net_frame_norm: str = field(default=PreferenceConfig.reward_predictor_frame_norm, metadata={
         "help": "frames centred (each channel minus its mean: a flat background is 0), standardised, or none"})
-    n_initial_training_steps: int = field(default=50, metadata={
+    n_initial_training_steps: int = field(default=PreferenceConfig.n_initial_training_steps, metadata={
         "help": "reward-training steps before the agent gets the predicted reward"})
     log_every: int = field(default=2_000, metadata={"help": "print progress every this many agent steps"})
     human: bool = field(default=False, metadata={
         "help": "label the clips yourself (window + terminal) instead of synthetically"})
     web: bool = field(default=False, metadata={
         "help": "label in a browser (one or many people; the page's address is printed) instead of synthetically"})
-    web_port: int = field(default=8765, metadata={"help": "the labelling page's port with --web (0: any free port)"})
+    web_port: int = field(default=PreferenceConfig.web_port, metadata={
+        "help": "the labelling page's port with --web (0: any free port)"})
     true_reward: bool = field(default=False, metadata={
         "help": "baseline: train on the env's own reward, without drlhp"})
     tensorboard_log: str = field(default="", metadata={

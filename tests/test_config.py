@@ -48,7 +48,7 @@ def test_each_worker_takes_its_settings_from_the_run_settings(tmp_path):
                               max_segs=33, synthetic_prefs_per_segment=0.5, n_candidate_pairs=9,
                               pair_selection="random", display_fps=12.0, human_terminal="/dev/pts/7", label_budget=77,
                               augment_shift=2, reward_predictor_device="cpu:0", n_initial_training_steps=9,
-                              reward_predictor_dropout=0.3)
+                              reward_predictor_dropout=0.3, ckpt_poll_interval=0.25)
     spec = infer_frame_spec(np.zeros((8, 8, 3), np.uint8))
     trainer = trainer_config(config, spec, None)
     learner, labels = trainer.learner, trainer.labels
@@ -63,6 +63,7 @@ def test_each_worker_takes_its_settings_from_the_run_settings(tmp_path):
     assert (interface.max_segs, interface.seed, interface.pairs_per_segment, interface.n_candidate_pairs,
             interface.schedule, interface.human) == (33, 11, 0.5, 9, config.schedule, human)
     assert interface.selection_ckpt is None  # pair_selection="random" asks no ensemble
+    assert interface.ckpt_poll_interval == 0.25  # the ensemble that picks pairs is refreshed as often as the reward
     assert interface.journal_log_dir == str(tmp_path)
 
 

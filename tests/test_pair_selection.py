@@ -25,7 +25,8 @@ def seg(i, per_member):
 
 
 def scorer_with(predictor, max_new_per_pick=8):
-    scorer = DisagreementScorer("/nonexistent/reward_predictor.ckpt", max_new_per_pick=max_new_per_pick)
+    scorer = DisagreementScorer("/nonexistent/reward_predictor.ckpt", poll_interval=1.0,
+                                max_new_per_pick=max_new_per_pick)
     scorer.predictor, scorer._generation = predictor, 1  # as poll() leaves it after loading a checkpoint
     return scorer
 
@@ -65,7 +66,7 @@ def test_a_pick_evaluates_only_a_few_new_clips():
 
 
 def test_random_until_there_is_an_ensemble():
-    scorer = DisagreementScorer("/nonexistent/reward_predictor.ckpt")
+    scorer = DisagreementScorer("/nonexistent/reward_predictor.ckpt", poll_interval=1.0)
     interface = PrefInterface(NoLabeller(), None, max_segs=20, seed=0, scorer=scorer)
     for i in range(5):
         interface.add_segment(seg(i, [0, 0, 0]))

@@ -1,9 +1,9 @@
 """What travels from env runners to the preference service: a capped, compressed stream of clips.
 
-A Pong runner cuts more than a hundred clips a second, 0.7 MB each (docs/benchmarks.md); the
+A Pong runner cuts clips far faster than anyone labels them, each large (docs/benchmarks.md); the
 service needs a pool of a few hundred recent candidates and a person labels a pair every few seconds. So each
 runner keeps only its share of a cluster-wide rate (``RateCap``) and sends the
-clips it keeps zlib-compressed (``PackedClip``: about 80x smaller for Pong).
+clips it keeps zlib-compressed (``PackedClip``: Atari frames are mostly flat background).
 """
 from __future__ import annotations
 

@@ -15,6 +15,8 @@ import gymnasium
 import numpy as np
 from gymnasium import spaces
 
+from drlhp.errors import ConfigError
+
 MOVES = np.array([(0, 0), (-1, 0), (1, 0), (0, -1), (0, 1)])
 
 
@@ -25,7 +27,8 @@ class MovingDotEnv(gymnasium.Env):
     def __init__(self, size: int = 64, grid: int = 8, episode_length: int = 50,
                  random_target: bool = False, render_mode: str | None = None) -> None:
         if size % grid:
-            raise ValueError(f"size ({size}) must be a multiple of grid ({grid})")
+            raise ConfigError(f"size ({size}) must be a multiple of grid ({grid}): "
+                              f"e.g. size={grid * max(1, size // grid)}")
         self.size, self.grid, self.episode_length = size, grid, episode_length
         self.cell = size // grid
         self.random_target = random_target

@@ -34,7 +34,7 @@ from drlhp.labelling.labellers import (
     ShowsEpisodes,
     TimesAnswers,
 )
-from drlhp.labelling.pair_selection import DisagreementScorer
+from drlhp.labelling.pair_selection import DEFAULT_N_CANDIDATES, DisagreementScorer
 from drlhp.labelling.schedule import LabelSchedule
 from drlhp.labelling.web.pool import Answer, TakeBack  # plain data and a lock: no web server is imported
 from drlhp.labels.agreement import Agreement
@@ -81,7 +81,7 @@ class PrefInterface:
 
     def __init__(self, labeller: Labeller, out: LabelSink, max_segs: int, seed: int | None = None,
                  journal: JournalWriter | None = None, next_seq: int = 0, scorer: DisagreementScorer | None = None,
-                 n_candidates: int = 64, schedule: LabelSchedule | None = None, undo_limit: int = 0,
+                 n_candidates: int = DEFAULT_N_CANDIDATES, schedule: LabelSchedule | None = None, undo_limit: int = 0,
                  second_share: float = 0.0, n_retracted: int = 0, agreement: Agreement | None = None) -> None:
         if max_segs < 2:
             raise ConfigError(f"max_segs must be >= 2 to form pairs, got {max_segs}")

@@ -188,6 +188,10 @@ class SyntheticTeacher:
         return 1.0 - label if rng.random() < self.mistake_rate else label
 
 
+#: Pairs asked per new clip when labels come from the true reward.
+DEFAULT_PAIRS_PER_SEGMENT = 1.0
+
+
 class SyntheticLabeller:
     """Labels pairs from the env's true rewards, the way ``teacher`` would (default: perfectly).
 
@@ -195,8 +199,9 @@ class SyntheticLabeller:
     recorded as ``synthetic:<name>``, and ``second_opinion`` has another of them answer a pair too.
     """
 
-    def __init__(self, pairs_per_segment: float = 1.0, teacher: SyntheticTeacher = SyntheticTeacher(),
-                 seed: int | None = None, teachers: Mapping[str, SyntheticTeacher] | None = None) -> None:
+    def __init__(self, pairs_per_segment: float = DEFAULT_PAIRS_PER_SEGMENT,
+                 teacher: SyntheticTeacher = SyntheticTeacher(), seed: int | None = None,
+                 teachers: Mapping[str, SyntheticTeacher] | None = None) -> None:
         if pairs_per_segment <= 0:
             raise ConfigError(f"pairs_per_segment must be > 0, got {pairs_per_segment}")
         if teachers is not None and not teachers:

@@ -28,6 +28,9 @@ log = logging.getLogger("drlhp.pair_selection")
 PairSelection = Literal["disagreement", "random"]
 SELECTIONS: tuple[PairSelection, ...] = get_args(PairSelection)
 
+#: Random pairs the ensemble judges for each pair it picks by disagreement.
+DEFAULT_N_CANDIDATES = 64
+
 
 def preference_disagreement(returns_a: np.ndarray, returns_b: np.ndarray) -> np.ndarray:
     """Variance over members of P(a preferred) = sigmoid(R_a - R_b); returns ``(n, M)`` -> ``(n,)``."""
@@ -38,7 +41,7 @@ def preference_disagreement(returns_a: np.ndarray, returns_b: np.ndarray) -> np.
 class DisagreementScorer:
     """Per-member returns of clips under the latest checkpoint at ``ckpt_path``, and pair scores from them."""
 
-    def __init__(self, ckpt_path: str, poll_interval: float = 1.0, max_new_per_pick: int = 8) -> None:
+    def __init__(self, ckpt_path: str, poll_interval: float, max_new_per_pick: int = 8) -> None:
         self.ckpt_path, self.max_new_per_pick = ckpt_path, max_new_per_pick
         self.predictor: RewardPredictor | None = None
         self._watch = CheckpointWatch(ckpt_path, poll_interval)

@@ -5,8 +5,8 @@ clip ids, the label, the time and who answered, plus each clip the first time a
 journal file uses it -- in one write, then ``fsync``s, before it asks about the
 next pair. A power cut loses at most the answer being typed; a killed process
 loses nothing it acknowledged. An fsync is nothing beside a person's answer and
-leaves room for thousands of synthetic labels a second (docs/benchmarks.md,
-"Figures behind the code"). A labeller taking an answer back, and a second
+far quicker than synthetic labels arrive (docs/benchmarks.md, "Figures behind the
+code"). A labeller taking an answer back, and a second
 labeller's answer to a pair, are journaled the same way.
 
 ``train.pkl.gz`` / ``val.pkl.gz`` stay the compact snapshot. Each records how many

@@ -6,7 +6,7 @@ the segment ids and rewards, the preferences, then each segment's frames. It is
 read with ``allow_pickle=False``, so loading a file cannot run code from it.
 Version 2 stores each clip's frames as held in memory, zlib-compressed (a uint8
 record; the gzip layer does not compress again), so a snapshot of a full Pong
-database is written in a fraction of a second; version 3 adds who gave each
+database is written without compressing anything twice; version 3 adds who gave each
 label (a fixed-width text array) and how long the answer took (seconds, NaN where
 not timed) after the labels. Version 4 adds, after those, per pair: the run's
 number of its label (int64; -1 where not recorded, pairs read from older files),

@@ -61,8 +61,8 @@ class SpatialSoftmax(nn.Module):
 
 #: How far below a map's peak a softmax logit may fall: e^-50 (2e-22) of the peak's weight is nothing to the
 #: keypoint, and it keeps the softmax out of float32's denormal range (below e^-87), whose arithmetic is
-#: about 9 times slower on x86 CPUs. A trained network's maps get that sharp: docs/benchmarks.md, "Figures
-#: behind the code".
+#: many times slower on x86 CPUs. A trained network's maps get that sharp (the figures: docs/benchmarks.md,
+#: "Figures behind the code").
 SOFTMAX_LOGIT_FLOOR = 50.0
 
 

@@ -208,9 +208,9 @@ def fit_normaliser(predictor: RewardPredictor, db: PrefDB, n_clips: int, scale: 
     """The normaliser of ``predictor``'s rewards on every frame of ``n_clips`` random clips of ``db``, and each
     member's raw std there.
 
-    Why so many clips: fitted on 32 clips, the normaliser alone moved the agent's discounted return on Pong by
-    0.36-0.49 of its standard deviation at every checkpoint, more than twice what the 100 training steps between
-    checkpoints moved it; on 512, by 0.09 (``benchmarks/reward_signal.py switch``, docs/results.md).
+    Why so many clips: fitted on a few dozen, the normaliser alone moved the agent's discounted return on Pong at
+    every checkpoint by more than the training steps between checkpoints did; on hundreds, far less
+    (``benchmarks/reward_signal.py switch``; the figures are in docs/results.md).
     """
     segments = list(db.segments.values())
     pick = rng.choice(len(segments), min(len(segments), n_clips), replace=False)

@@ -60,8 +60,8 @@ MIN_UNPADDED_SIDE = 43
 # The keypoint network: (kernel, stride, padding) per layer; the last layer's channels are the keypoints.
 KEYPOINT_LAYERS = ((8, 4, 2), (3, 1, 1), (3, 1, 1))
 KEYPOINT_CHANNELS = 16
-#: The keypoint network's softmax temperature (``SpatialSoftmax``): 0.1 finds the objects in a fifth of the
-#: training steps 1.0 needs (docs/label-efficiency.md). Checkpoints from before it was a setting hold 1.0.
+#: The keypoint network's softmax temperature (``SpatialSoftmax``): 0.1 finds the objects in far fewer
+#: training steps than 1.0 (docs/label-efficiency.md). Checkpoints from before it was a setting hold 1.0.
 DEFAULT_KEYPOINT_TEMPERATURE = 0.1
 #: Reward networks in an ensemble by default (Christiano et al. 2017 use 3).
 DEFAULT_ENSEMBLE_SIZE = 3
@@ -160,8 +160,8 @@ def _keypoint_body(config: NetConfig, in_shape: tuple) -> list[nn.Module]:
 
     No activation before the softmax: the last convolution's outputs are the softmax's logits.
     No dropout in the convolutions, only in the dense head: on CPU drawing a mask for every
-    position of every map was a third of a training step, and accuracy per step was the same
-    without it (docs/label-efficiency.md). An ``nn.Identity`` holds dropout's place, so the
+    position of every map was a large share of a training step, and accuracy per step was the
+    same without it (docs/label-efficiency.md). An ``nn.Identity`` holds dropout's place, so the
     layers keep the indices of checkpoints saved when the convolutions had dropout.
     """
     m, (channels, h, w) = config.n_members, in_shape

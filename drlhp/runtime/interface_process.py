@@ -63,7 +63,7 @@ class InterfaceProcess:
         scorer = None
         if config.selection_ckpt is not None:
             set_up_torch(1)  # the interface's core is shared with the env process
-            scorer = DisagreementScorer(config.selection_ckpt)
+            scorer = DisagreementScorer(config.selection_ckpt, config.ckpt_poll_interval)
         journal = None
         if config.journal_log_dir is not None:
             journal = JournalWriter(config.journal_log_dir, lambda: stats.labels_in_snapshot.value,

@@ -62,6 +62,7 @@ class InterfaceConfig:
     journal_log_dir: str | None  # keep a label journal in this log_dir (None: no journal)
     schedule: LabelSchedule
     selection_ckpt: str | None  # pick pairs by the disagreement of this checkpoint's ensemble (None: random)
+    ckpt_poll_interval: float  # seconds between checks for a newer checkpoint to judge pairs with
     n_candidate_pairs: int
     teachers: Mapping[str, SyntheticTeacher] | None  # several simulated people instead of ``teacher``
     instructions: str | None  # the task in words, journaled with the labels
@@ -117,6 +118,7 @@ def interface_config(config: PreferenceConfig, human: HumanConfig | None, web: W
         pairs_per_segment=config.synthetic_prefs_per_segment, teacher=config.synthetic_teacher, human=human, web=web,
         journal_log_dir=config.log_dir if config.autosave_prefs else None, schedule=config.schedule,
         selection_ckpt=selection_ckpt if config.pair_selection == "disagreement" else None,
+        ckpt_poll_interval=config.ckpt_poll_interval,
         n_candidate_pairs=config.n_candidate_pairs, teachers=config.synthetic_teachers,
         instructions=config.labelling_instructions, val_fraction=config.val_fraction, undo_limit=config.undo_limit,
         second_share=config.second_opinion_share)

@@ -11,6 +11,9 @@ from typing import Callable, TypeVar
 
 Loaded = TypeVar("Loaded")
 
+#: Seconds between checks for a newer checkpoint: a stat call, so cheap, yet a new checkpoint is soon in use.
+DEFAULT_POLL_INTERVAL = 1.0
+
 
 def file_version(path: str) -> tuple | None:
     """What changes when a file is replaced (one stat call), or None if there is no file."""

@@ -3,8 +3,8 @@
 A sheet lays a clip's frames out row by row in a near-square grid (the page cuts
 frame ``i`` out at column ``i % cols``, row ``i // cols``), so a 25-frame 84×84 clip
 is one 5×5 image of ~420×420 pixels: one request, lossless, and decoded once by the
-browser. Encoding uses Pillow at zlib level 1 (a few ms a clip) in the server's
-thread pool.
+browser. Encoding uses Pillow at zlib level 1 (the fastest: the page waits for it) in the
+server's thread pool.
 """
 from __future__ import annotations
 

@@ -33,6 +33,8 @@ ACTIVE_SECONDS = 60.0
 MAX_REMEMBERED_ANSWERS = 100_000
 #: Pairs waiting for a second opinion at most; past it the oldest goes unseconded (nobody else is answering).
 MAX_AWAITING_SECOND = 20
+#: Answers each labeller may take back, newest first.
+DEFAULT_UNDO_LIMIT = 10
 #: Answers a labeller's pace (median seconds per answer) is taken over.
 PACE_WINDOW = 20
 
@@ -95,7 +97,8 @@ class PairPool:
     sent again gets the first one's acknowledgement without being counted twice.
     """
 
-    def __init__(self, timeout: float, clock: Callable[[], float] = time.monotonic, undo_limit: int = 10,
+    def __init__(self, timeout: float, clock: Callable[[], float] = time.monotonic,
+                 undo_limit: int = DEFAULT_UNDO_LIMIT,
                  second_share: float = 0.0, seed: int | None = None) -> None:
         if timeout <= 0:
             raise ConfigError(f"timeout must be > 0, got {timeout}")

@@ -36,7 +36,10 @@ reward, per policy and over all of them:
   through its value loss, which SB3's CnnPolicy shares features with);
 - ``noise``: the share of the predicted reward's per-step variance that no time-invariant shaping of the true
   reward explains (1 - R^2 of a least-squares fit of the predicted reward on the true reward 50 steps either
-  side): credit spread on the frames that earn it is signal, the rest is noise the agent must average away.
+  side): credit spread on the frames that earn it is signal, the rest is noise the agent must average away;
+- ``typical``: the median predicted reward of the steps whose true reward is 0, in standard deviations of the
+  predicted reward: what an ordinary step earns. The windowed correlations do not see an offset; an agent whose
+  episodes end early (Breakout's lost lives) does: below 0, a longer episode of ordinary play earns less.
 
 A flat network (no variation) gets 0 for every correlation and a noise share of 1.
 
@@ -295,7 +298,17 @@ def signal_metrics(predicted: np.ndarray, true: np.ndarray, episodes: np.ndarray
         "r_disc": pearson(predicted_to_go, true_to_go),
         "scale_disc": float(predicted_to_go.std() / true_to_go.std()),
         "noise": noise_share(predicted, true, episodes),
+        "typical": typical_reward(predicted, true),
     }
+
+
+def typical_reward(predicted: np.ndarray, true: np.ndarray) -> float:
+    """The median predicted reward of the steps the true reward gives 0, in standard deviations of the predicted
+    reward. The windowed correlations cannot see it (an offset moves none of them; r_disc moves only near episodes'
+    ends), the agent can: below 0, every ordinary step costs, so where an episode ends early (a life lost in
+    Breakout) the agent is paid to end it sooner."""
+    sd = np.std(predicted)
+    return float(np.median(predicted[true == 0]) / sd) if sd > 0 and (true == 0).any() else 0.0
 
 
 def load_predictor(checkpoint: str) -> RewardPredictor:
@@ -413,7 +426,7 @@ def switch(run_dir: str, recordings: list[Recording], fit_clips: list[int], n_re
         print(f"train {interval} steps: the target moves {np.mean(changes):.3f} sd (mean of {n_switches})")
 
 
-COLUMNS = ("r_disc", "r_100", "r_25", "rho_1", "r_episode", "policy_rho", "noise", "scale_disc")
+COLUMNS = ("r_disc", "r_100", "r_25", "rho_1", "r_episode", "policy_rho", "noise", "scale_disc", "typical")
 
 
 def print_table(rows: dict[str, dict[str, float]]) -> None:

@@ -26,6 +26,7 @@ from drlhp.labelling.terminal import CONTROLLING_TERMINAL
 from drlhp.labelling.web.pool import DEFAULT_UNDO_LIMIT
 from drlhp.labels.pref_db import DEFAULT_VAL_FRACTION
 from drlhp.reward.augment import Augmentation
+from drlhp.reward.normaliser import REWARD_CENTRES, RewardCentre
 from drlhp.reward.predictor import (
     ARCHS,
     DEFAULT_ARCH,
@@ -156,9 +157,15 @@ class PreferenceConfig:
             their disagreement picks the pairs to ask about. 1: a single network.
         noise_prob: assumed probability that a label is a uniformly random answer
             (Christiano et al. use 0.1); 0 is the plain Bradley-Terry model.
-        reward_scale: standard deviation of the returned predicted reward (mean 0).
+        reward_scale: standard deviation of the returned predicted reward.
             0.05, the paper's Atari value, keeps per-step rewards near the scale of
             clipped Atari rewards summed over a clip.
+        reward_centre: which predicted reward becomes 0, over the frames of the labelled clips:
+            ``"mean"`` (the paper: the reward has mean 0) or ``"median"`` (a typical frame earns 0,
+            as in a game whose score rarely moves). Where rare frames earn much more than the
+            rest (points in Breakout), the mean lies above the typical frame, so mean-centring
+            makes a typical frame cost reward, and an agent whose episode ends at a lost life is
+            paid to end it sooner; the median keeps a longer life from costing.
         labeller: your own labeller (see ``drlhp.labellers.Labeller``) instead of the
             built-in ones; it must be picklable, as it runs in the interface process.
         display_zoom: whole-number zoom of the clips shown to a person (None: ~336 px tall).
@@ -188,7 +195,7 @@ class PreferenceConfig:
             terminating it.
         log_level: logging level of drlhp's processes.
         tensorboard_log: write the reward model's scalars (train/val loss and accuracy, labels,
-            pairs/s, the raw reward's mean and std) at each checkpoint to a new run
+            pairs/s, the raw reward's centre and std) at each checkpoint to a new run
             ``<tensorboard_log>/drlhp_reward_<N>``; give SB3 the same ``tensorboard_log`` to see
             them beside the agent. Needs ``pip install "drlhp[tensorboard]"``.
     """
@@ -237,6 +244,7 @@ class PreferenceConfig:
     ensemble_size: int = DEFAULT_ENSEMBLE_SIZE
     noise_prob: float = 0.1
     reward_scale: float = 0.05
+    reward_centre: RewardCentre = "mean"
     labeller: Labeller | None = None
     display_zoom: int | None = None
     display_fps: float = 20.0
@@ -310,6 +318,7 @@ def _check(c: PreferenceConfig) -> None:
         need(getattr(c, name) >= 1, f"{name} must be >= 1, got {getattr(c, name)}")
     need(c.label_budget is None or c.label_budget >= 1, f"label_budget must be >= 1 (or None), got {c.label_budget}")
     _ = c.schedule, c.augmentation  # building them checks their settings
+    need(c.reward_centre in REWARD_CENTRES, f"reward_centre must be one of {REWARD_CENTRES}, got {c.reward_centre!r}")
     need(c.reward_predictor_frame_norm in FRAME_NORMS,
          f"reward_predictor_frame_norm must be one of {FRAME_NORMS}, got {c.reward_predictor_frame_norm!r}")
     need(c.reward_net_arch in ARCHS, f"reward_net_arch must be one of {ARCHS}, got {c.reward_net_arch!r}")

@@ -71,6 +71,9 @@ class Args:
         "help": "batch normalisation in the reward network (Christiano et al.'s Atari setting)"})
     reward_net_frame_norm: str = field(default=PreferenceConfig.reward_predictor_frame_norm, metadata={
         "help": "frames centred (each channel minus its mean: a flat background is 0), standardised, or none"})
+    reward_centre: str = field(default=PreferenceConfig.reward_centre, metadata={
+        "help": "which predicted reward becomes 0 over the labelled frames: mean (the paper) or median (a typical "
+                "frame)"})
     n_initial_training_steps: int = field(default=PreferenceConfig.n_initial_training_steps, metadata={
         "help": "reward-training steps before the agent gets the predicted reward"})
     log_every: int = field(default=2_000, metadata={"help": "print progress every this many agent steps"})
@@ -162,6 +165,7 @@ def train_on_predicted_reward(venv: VecEnv, args: Args, make_agent: Callable[[Ve
         reward_net_arch=args.reward_net_arch,
         reward_predictor_batchnorm=args.reward_net_batchnorm,
         reward_predictor_frame_norm=args.reward_net_frame_norm,
+        reward_centre=args.reward_centre,
         n_initial_training_steps=args.n_initial_training_steps,
         log_dir=args.log_dir,
         resume=args.resume,

@@ -106,7 +106,7 @@ def test_a_single_network_checkpoint_of_the_previous_format_still_loads(tmp_path
                 "normaliser": {"mean": 0.5, "std": 2.0, "scale": 0.05}, "training_step": 3}, tmp_path / "old.ckpt")
     q = RewardPredictor.load(str(tmp_path / "old.ckpt"))
     np.testing.assert_allclose(q.member_rewards(FRAMES), p.member_rewards(FRAMES), rtol=1e-6)
-    assert q.normaliser.mean == (0.5,) and q.training_step == 3
+    assert q.normaliser.centre == (0.5,) and q.training_step == 3
 
 
 def test_bootstrap_counts_are_poisson_1_fixed_per_label_and_independent_across_members():

@@ -33,8 +33,8 @@ def labelled(n_pairs: int, seed: int) -> PrefBuffer:
 
 def settings(**changes) -> LearnerConfig:
     base = dict(net=NetConfig(SPEC, dropout=0.0), lr=1e-2, batch_size=16, noise_prob=0.0, weight_decay=1e-4,
-                adaptive_l2=True, augmentation=NO_AUGMENTATION, reward_scale=0.05, ckpt_interval=20,
-                first_ckpt_step=5, seed=0, device="cpu")
+                adaptive_l2=True, augmentation=NO_AUGMENTATION, reward_scale=0.05, reward_centre="mean",
+                ckpt_interval=20, first_ckpt_step=5, seed=0, device="cpu")
     return LearnerConfig(**{**base, **changes})
 
 
@@ -58,6 +58,15 @@ def test_the_learner_learns_the_labels_and_checkpoints_at_its_steps(tmp_path):
     # The normaliser was fitted on the training clips: zero mean and the reward scale over them.
     clips = np.concatenate([s.frames for s in labels.train_db.segments.values()])
     assert abs(loaded.normalised_rewards(clips).mean()) < 0.02
+
+
+def test_a_learner_set_to_the_median_centres_its_checkpoints_reward_there(tmp_path):
+    labels = labelled(40, seed=3)
+    learner = Learner(settings(reward_centre="median"), str(tmp_path))
+    learner.train(5, labels.train_db, labels.val_db)
+    clips = np.concatenate([s.frames for s in labels.train_db.segments.values()])
+    loaded = RewardPredictor.load(LogDir(str(tmp_path)).checkpoint)
+    assert abs(np.median(loaded.normalised_rewards(clips))) < 1e-6  # a mean-centred reward's median is its skew
 
 
 def test_a_learner_resumes_from_its_checkpoint_with_the_optimiser_state(tmp_path):
@@ -145,8 +154,12 @@ def test_the_normaliser_is_fitted_on_every_frame_of_its_clips_however_many_are_u
 
     normaliser, stds = fit_normaliser(predictor, labels.train_db, 512, 0.05, np.random.default_rng(0))
     assert len(clips) > 64
-    assert np.allclose(normaliser.mean, every_frame.mean(axis=0), rtol=1e-5)
+    assert np.allclose(normaliser.centre, every_frame.mean(axis=0), rtol=1e-5)
     assert np.allclose(normaliser.std, every_frame.std(axis=0), rtol=1e-5) and np.allclose(stds, normaliser.std)
 
+    by_median, _ = fit_normaliser(predictor, labels.train_db, 512, 0.05, np.random.default_rng(0), centre="median")
+    assert np.allclose(by_median.centre, np.median(every_frame, axis=0), rtol=1e-5)
+    assert np.allclose(by_median.std, normaliser.std)
+
     some, _ = fit_normaliser(predictor, labels.train_db, 10, 0.05, np.random.default_rng(0))
-    assert not np.allclose(some.mean, normaliser.mean)  # fewer clips than there are: a sample of them
+    assert not np.allclose(some.centre, normaliser.centre)  # fewer clips than there are: a sample of them

@@ -166,6 +166,19 @@ def test_normaliser_gives_zero_mean_and_the_chosen_std():
     assert constant(np.array([2.0])) == 0.0  # no division by zero
 
 
+def test_a_median_centred_reward_gives_a_typical_frame_zero_where_the_mean_makes_it_cost():
+    # Breakout's shape: most frames are ordinary, a few (points) are worth much more.
+    rng = np.random.default_rng(0)
+    raw = np.concatenate([rng.normal(0.0, 0.1, (950, 1)), rng.normal(3.0, 0.1, (50, 1))])
+    ordinary = raw[:950]
+    by_mean, by_median = RewardNormaliser.fit(raw, 0.05), RewardNormaliser.fit(raw, 0.05, centre="median")
+    assert np.median(by_mean(ordinary)) < -0.005  # a typical frame costs: a longer episode earns less
+    assert abs(np.median(by_median(ordinary))) < 0.001 and abs(np.median(by_median(raw))) < 1e-12
+    np.testing.assert_allclose(by_median(raw).std(), 0.05)  # the same scale
+    q = RewardNormaliser.from_dict(by_median.to_dict())
+    assert q == by_median and np.array_equal(q(raw), by_median(raw))
+
+
 def test_a_network_whose_output_hardly_varies_rewards_exactly_zero_not_amplified_noise():
     # Measured on Pong: a dead network's raw rewards varied by 1.3e-8; divided by that std, they reached 1e5.
     rng = np.random.default_rng(0)
@@ -175,7 +188,7 @@ def test_a_network_whose_output_hardly_varies_rewards_exactly_zero_not_amplified
     # Exactly 0 on the frames it was fitted on and on others: no rounding noise gets through, on any CPU.
     assert np.all(norm(dead) == 0.0) and np.all(norm(rng.normal(-0.0267, 1e-6, (100, 1))) == 0.0)
     # A checkpoint written when the std was floored at MIN_STD (before flat members were left out) reads as flat.
-    assert RewardNormaliser(mean=-0.0267, std=MIN_STD, scale=0.05)(np.array([-0.02671])) == 0.0
+    assert RewardNormaliser(centre=-0.0267, std=MIN_STD, scale=0.05)(np.array([-0.02671])) == 0.0
 
 
 def test_a_flat_ensemble_member_is_left_out_of_the_mean():

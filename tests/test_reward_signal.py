@@ -50,7 +50,15 @@ def test_noise_is_counted_as_noise_and_a_flat_reward_carries_no_signal():
     assert pure_noise["noise"] > 0.95 and abs(pure_noise["r_disc"]) < 0.35
     flat = signal_metrics(np.zeros(len(TRUE)), TRUE, EPISODES)
     assert flat["noise"] == 1.0 and all(flat[k] == 0.0 for k in ("rho_1", "r_25", "r_100", "r_episode", "r_disc",
-                                                                  "scale_disc"))
+                                                                  "scale_disc", "typical"))
+
+
+def test_the_typical_step_sees_an_offset_that_the_windowed_correlations_do_not():
+    points = np.abs(TRUE)  # Breakout's shape: only gains
+    centred = shaped(points) - shaped(points).mean()  # mean 0: the many ordinary steps below 0
+    plain, offset = signal_metrics(shaped(points), points, EPISODES), signal_metrics(centred, points, EPISODES)
+    assert plain["typical"] == 0.0 and offset["typical"] < -0.1
+    assert all(offset[k] == pytest.approx(plain[k]) for k in ("rho_1", "r_25", "r_100", "noise"))
 
 
 def test_ranks_average_ties():

@@ -21,7 +21,7 @@ from drlhp.errors import NoLabelsError
 from drlhp.labels.pref_db import PrefDB
 from drlhp.reward.augment import Augmentation
 from drlhp.reward.bootstrap import member_batches
-from drlhp.reward.normaliser import MIN_STD, RewardNormaliser
+from drlhp.reward.normaliser import MIN_STD, RewardCentre, RewardNormaliser
 from drlhp.reward.predictor import NetConfig, RewardPredictor, check_checkpoint_frames
 from drlhp.reward.torch_setup import torch_device
 from drlhp.reward.trainer import RewardTrainer, adapted_l2
@@ -46,6 +46,7 @@ class LearnerConfig:
     adaptive_l2: bool
     augmentation: Augmentation
     reward_scale: float
+    reward_centre: RewardCentre
     ckpt_interval: int
     first_ckpt_step: int
     seed: int | None
@@ -68,7 +69,7 @@ class Evaluation:
     val_accuracy: float
     l2_coefficient: float
     pairs_per_second: float
-    raw_reward_mean: float  # the normaliser's, averaged over the members
+    raw_reward_centre: float  # the normaliser's (the raw reward it maps to 0), averaged over the members
     raw_reward_std: float
 
 
@@ -172,17 +173,18 @@ class Learner:
         evaluation = Evaluation(
             self.step, len(train_db), len(val_db), float(np.mean(self._recent["loss"] or [np.nan])),
             _mean_ignoring_nan(self._recent["accuracy"]), val_loss, val_acc, self.trainer.weight_decay,
-            self._pairs_trained / max(now - self._rate_clock, 1e-9), float(np.mean(normaliser.mean)),
+            self._pairs_trained / max(now - self._rate_clock, 1e-9), float(np.mean(normaliser.centre)),
             float(np.mean(normaliser.std)))
         self._recent = {"loss": [], "accuracy": []}
         self._pairs_trained, self._rate_clock = 0, now
         return evaluation
 
     def _fit_normaliser(self, db: PrefDB) -> None:
-        """Zero mean and a fixed std over frames of the labelled clips, so the agent's reward keeps its scale as the
+        """A fixed centre (0) and std over frames of the labelled clips, so the agent's reward keeps its scale as the
         network changes."""
         self.predictor.normaliser, member_stds = fit_normaliser(self.predictor, db, self.config.n_normaliser_clips,
-                                                                self.config.reward_scale, self.rng)
+                                                                self.config.reward_scale, self.rng,
+                                                                self.config.reward_centre)
         self._warn_if_flat(member_stds)
 
     def _warn_if_flat(self, member_stds: np.ndarray) -> None:
@@ -203,8 +205,8 @@ class Learner:
             yield db.batch(idx[i:i + size])
 
 
-def fit_normaliser(predictor: RewardPredictor, db: PrefDB, n_clips: int, scale: float,
-                   rng: np.random.Generator) -> tuple[RewardNormaliser, np.ndarray]:
+def fit_normaliser(predictor: RewardPredictor, db: PrefDB, n_clips: int, scale: float, rng: np.random.Generator,
+                   centre: RewardCentre = "mean") -> tuple[RewardNormaliser, np.ndarray]:
     """The normaliser of ``predictor``'s rewards on every frame of ``n_clips`` random clips of ``db``, and each
     member's raw std there.
 
@@ -217,7 +219,7 @@ def fit_normaliser(predictor: RewardPredictor, db: PrefDB, n_clips: int, scale: 
     chunk = 32  # clips unpacked at a time: the frames of all 512 Atari clips would take 360 MB at once
     raw = np.concatenate([predictor.member_rewards(np.concatenate([segments[i].frames for i in pick[j:j + chunk]]))
                           for j in range(0, len(pick), chunk)])
-    return RewardNormaliser.fit(raw, scale), raw.std(axis=0)
+    return RewardNormaliser.fit(raw, scale, centre), raw.std(axis=0)
 
 
 def _by_member(db: PrefDB, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -58,7 +58,7 @@ class MetricsLog:
                 "reward/val_loss": e.val_loss, "reward/val_accuracy": e.val_accuracy,
                 "reward/pairs_per_second": e.pairs_per_second, "reward/labels": labels,
                 "reward/labels_asked": labels_asked, "reward/prefs_in_db": e.n_train_prefs + e.n_val_prefs,
-                "reward/l2_coefficient": e.l2_coefficient, "reward/raw_reward_mean": e.raw_reward_mean,
+                "reward/l2_coefficient": e.l2_coefficient, "reward/raw_reward_centre": e.raw_reward_centre,
                 "reward/raw_reward_std": e.raw_reward_std, "labels/retracted": labels_retracted,
                 **agreement_scalars(agreement)})
         log.info("reward step %d: train loss %.4f acc %.3f | val loss %.4f acc %.3f | %d/%d prefs | L2 %.2g | "

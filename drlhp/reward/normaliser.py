@@ -1,8 +1,8 @@
-"""Scaling predicted rewards to zero mean and a fixed standard deviation."""
+"""Scaling predicted rewards to a fixed standard deviation around a centre (their mean, or their median)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Literal, cast
 
 import numpy as np
 
@@ -12,12 +12,16 @@ import numpy as np
 #: size, and dividing by a floor still leaves that noise, which differs between CPUs and batch sizes.
 MIN_STD = 1e-4
 
+#: What raw reward becomes 0: the mean over the labelled frames (the paper), or their median (an ordinary frame).
+RewardCentre = Literal["mean", "median"]
+REWARD_CENTRES: tuple[RewardCentre, ...] = ("mean", "median")
+
 
 @dataclass(frozen=True)
 class RewardNormaliser:
-    """Each ensemble member's ``(raw - mean) / std``, averaged over members, times ``scale``.
+    """Each ensemble member's ``(raw - centre) / std``, averaged over members, times ``scale``.
 
-    ``fit`` computes each member's mean and std; applying never changes them. The
+    ``fit`` computes each member's centre and std; applying never changes them. The
     statistics are fitted by the training process on frames of labelled clips and saved
     inside each checkpoint, so the env process applies exactly what the trainer
     measured. Averaging *normalised* rewards (as the paper does) keeps a member
@@ -26,7 +30,7 @@ class RewardNormaliser:
     if every member is flat the reward is exactly 0.
     """
 
-    mean: float | tuple[float, ...] = 0.0
+    centre: float | tuple[float, ...] = 0.0
     std: float | tuple[float, ...] = 1.0
     scale: float = 0.05
     if TYPE_CHECKING:  # set by __post_init__; for the type checker only, so not dataclass fields at run time
@@ -35,24 +39,32 @@ class RewardNormaliser:
 
     def __post_init__(self) -> None:
         # One member's statistics may be given as plain floats (and were, in v1 checkpoints).
-        mean = tuple(float(v) for v in np.atleast_1d(self.mean))
+        centre = tuple(float(v) for v in np.atleast_1d(self.centre))
         std = tuple(float(v) for v in np.atleast_1d(self.std))
-        object.__setattr__(self, "mean", mean)
+        object.__setattr__(self, "centre", centre)
         object.__setattr__(self, "std", std)
         stds = np.array(std)
         live = stds > MIN_STD  # checkpoints written before flat members were left out hold exactly MIN_STD
         weights = np.where(live, self.scale / np.where(live, stds, 1.0), 0.0) / max(1, int(live.sum()))
         object.__setattr__(self, "_weights", weights)
-        object.__setattr__(self, "_offset", float(np.dot(weights, mean)))
+        object.__setattr__(self, "_offset", float(np.dot(weights, centre)))
 
     @classmethod
-    def fit(cls, member_rewards: np.ndarray, scale: float) -> RewardNormaliser:
-        """Statistics of ``member_rewards`` ``(N, M)`` (or ``(N,)`` for one member)."""
+    def fit(cls, member_rewards: np.ndarray, scale: float, centre: RewardCentre = "mean") -> RewardNormaliser:
+        """Statistics of ``member_rewards`` ``(N, M)`` (or ``(N,)`` for one member), centred on their ``centre``."""
         raw = np.asarray(member_rewards, dtype=np.float64)
         raw = raw.reshape(len(raw), -1)
         std = raw.std(axis=0) if len(raw) > 1 else np.ones(raw.shape[1])
-        mean = raw.mean(axis=0) if len(raw) else np.zeros(raw.shape[1])
-        return cls(tuple(mean), tuple(std), scale)
+        middle = (np.median if centre == "median" else np.mean)(raw, axis=0) if len(raw) else np.zeros(raw.shape[1])
+        return cls(tuple(middle), tuple(std), scale)
+
+    @classmethod
+    def from_dict(cls, state: dict) -> RewardNormaliser:
+        """The normaliser ``to_dict`` wrote; checkpoints before the median option called the centre "mean"."""
+        state = dict(state)
+        if "mean" in state:
+            state["centre"] = state.pop("mean")
+        return cls(**state)
 
     @property
     def member_weights(self) -> np.ndarray:
@@ -65,5 +77,5 @@ class RewardNormaliser:
 
     def to_dict(self) -> dict:
         # __post_init__ made both tuples.
-        return {"mean": list(cast("tuple[float, ...]", self.mean)), "std": list(cast("tuple[float, ...]", self.std)),
-                "scale": self.scale}
+        return {"centre": list(cast("tuple[float, ...]", self.centre)),
+                "std": list(cast("tuple[float, ...]", self.std)), "scale": self.scale}

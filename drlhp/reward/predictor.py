@@ -238,7 +238,7 @@ class RewardPredictor:
                  normaliser: RewardNormaliser | None = None, training_step: int = 0) -> None:
         self.config = config
         self.net = net if net is not None else build_reward_net(config)
-        self.normaliser = normaliser or RewardNormaliser(mean=(0.0,) * config.n_members, std=(1.0,) * config.n_members)
+        self.normaliser = normaliser or RewardNormaliser((0.0,) * config.n_members, (1.0,) * config.n_members)
         self.training_step = training_step
         self.device = torch.device("cpu")  # where the network is (see ``to``)
         self._off_cpu = False
@@ -338,7 +338,7 @@ class RewardPredictor:
                 weights = {k: v.unsqueeze(0) if v.shape != p.shape else v
                            for (k, v), p in zip(weights.items(), net.state_dict().values())}
             net.load_state_dict(weights)
-            return cls(config, net, RewardNormaliser(**state["normaliser"]), int(state["training_step"]))
+            return cls(config, net, RewardNormaliser.from_dict(state["normaliser"]), int(state["training_step"]))
         except FileNotFoundError as e:
             raise MissingFileError(f"no checkpoint at {path}: pass the reward_predictor.ckpt of a run that trained "
                                    "one") from e

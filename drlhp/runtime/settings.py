@@ -84,7 +84,7 @@ def learner_config(config: PreferenceConfig, frame_spec: FrameSpec) -> LearnerCo
         net=net_config(config, frame_spec), lr=config.reward_predictor_lr,
         batch_size=config.reward_predictor_batch_size, noise_prob=config.noise_prob,
         weight_decay=config.reward_predictor_weight_decay, adaptive_l2=config.adaptive_l2,
-        augmentation=config.augmentation, reward_scale=config.reward_scale,
+        augmentation=config.augmentation, reward_scale=config.reward_scale, reward_centre=config.reward_centre,
         ckpt_interval=config.reward_predictor_ckpt_interval, first_ckpt_step=config.n_initial_training_steps,
         seed=config.seed, device=config.reward_predictor_device)
 

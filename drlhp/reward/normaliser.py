@@ -55,7 +55,8 @@ class RewardNormaliser:
         raw = np.asarray(member_rewards, dtype=np.float64)
         raw = raw.reshape(len(raw), -1)
         std = raw.std(axis=0) if len(raw) > 1 else np.ones(raw.shape[1])
-        middle = (np.median if centre == "median" else np.mean)(raw, axis=0) if len(raw) else np.zeros(raw.shape[1])
+        middle_of = np.median if centre == "median" else np.mean
+        middle = middle_of(raw, axis=0) if len(raw) else np.zeros(raw.shape[1])
         return cls(tuple(middle), tuple(std), scale)
 
     @classmethod

@@ -26,7 +26,7 @@ from drlhp.labelling.terminal import CONTROLLING_TERMINAL
 from drlhp.labelling.web.pool import DEFAULT_UNDO_LIMIT
 from drlhp.labels.pref_db import DEFAULT_VAL_FRACTION
 from drlhp.reward.augment import Augmentation
-from drlhp.reward.normaliser import REWARD_CENTRES, RewardCentre
+from drlhp.reward.normaliser import DEFAULT_REWARD_CENTRE, REWARD_CENTRES, RewardCentre
 from drlhp.reward.predictor import (
     ARCHS,
     DEFAULT_ARCH,
@@ -244,7 +244,7 @@ class PreferenceConfig:
     ensemble_size: int = DEFAULT_ENSEMBLE_SIZE
     noise_prob: float = 0.1
     reward_scale: float = 0.05
-    reward_centre: RewardCentre = "mean"
+    reward_centre: RewardCentre = DEFAULT_REWARD_CENTRE
     labeller: Labeller | None = None
     display_zoom: int | None = None
     display_fps: float = 20.0

@@ -21,7 +21,7 @@ from drlhp.errors import NoLabelsError
 from drlhp.labels.pref_db import PrefDB
 from drlhp.reward.augment import Augmentation
 from drlhp.reward.bootstrap import member_batches
-from drlhp.reward.normaliser import MIN_STD, RewardCentre, RewardNormaliser
+from drlhp.reward.normaliser import DEFAULT_REWARD_CENTRE, MIN_STD, RewardCentre, RewardNormaliser
 from drlhp.reward.predictor import NetConfig, RewardPredictor, check_checkpoint_frames
 from drlhp.reward.torch_setup import torch_device
 from drlhp.reward.trainer import RewardTrainer, adapted_l2
@@ -206,7 +206,7 @@ class Learner:
 
 
 def fit_normaliser(predictor: RewardPredictor, db: PrefDB, n_clips: int, scale: float, rng: np.random.Generator,
-                   centre: RewardCentre = "mean") -> tuple[RewardNormaliser, np.ndarray]:
+                   centre: RewardCentre = DEFAULT_REWARD_CENTRE) -> tuple[RewardNormaliser, np.ndarray]:
     """The normaliser of ``predictor``'s rewards on every frame of ``n_clips`` random clips of ``db``, and each
     member's raw std there.
 

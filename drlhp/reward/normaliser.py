@@ -15,6 +15,7 @@ MIN_STD = 1e-4
 #: What raw reward becomes 0: the mean over the labelled frames (the paper), or their median (an ordinary frame).
 RewardCentre = Literal["mean", "median"]
 REWARD_CENTRES: tuple[RewardCentre, ...] = ("mean", "median")
+DEFAULT_REWARD_CENTRE: RewardCentre = "mean"
 
 
 @dataclass(frozen=True)
@@ -50,7 +51,8 @@ class RewardNormaliser:
         object.__setattr__(self, "_offset", float(np.dot(weights, centre)))
 
     @classmethod
-    def fit(cls, member_rewards: np.ndarray, scale: float, centre: RewardCentre = "mean") -> RewardNormaliser:
+    def fit(cls, member_rewards: np.ndarray, scale: float,
+            centre: RewardCentre = DEFAULT_REWARD_CENTRE) -> RewardNormaliser:
         """Statistics of ``member_rewards`` ``(N, M)`` (or ``(N,)`` for one member), centred on their ``centre``."""
         raw = np.asarray(member_rewards, dtype=np.float64)
         raw = raw.reshape(len(raw), -1)

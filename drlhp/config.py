@@ -21,7 +21,7 @@ import numpy as np
 from drlhp.errors import ConfigError, MissingExtraError, UnknownSettingError
 from drlhp.labelling.labellers import DEFAULT_PAIRS_PER_SEGMENT, GivesSecondOpinions, Labeller, SyntheticTeacher
 from drlhp.labelling.pair_selection import DEFAULT_N_CANDIDATES, SELECTIONS, PairSelection
-from drlhp.labelling.schedule import LabelSchedule, ScheduleKind
+from drlhp.labelling.schedule import DEFAULT_LABEL_SCHEDULE, LabelSchedule, ScheduleKind
 from drlhp.labelling.terminal import CONTROLLING_TERMINAL
 from drlhp.labelling.web.pool import DEFAULT_UNDO_LIMIT
 from drlhp.labels.pref_db import DEFAULT_VAL_FRACTION
@@ -89,16 +89,16 @@ class PreferenceConfig:
         label_budget: labels the run may ask for in all, a skipped pair included (None: no
             limit, and synthetic labels come ``synthetic_prefs_per_segment`` per clip).
             A synthetic run keeps to the same budget and schedule as a person would.
-        label_schedule: how the rate of asking falls after the initial batch:
-            ``"hyperbolic"`` (rate ∝ T0 / (T + T0) after T env steps, as in the paper),
-            ``"inverse_quadratic"`` or ``"constant"``. ``stats()`` reports ``labels_asked``,
-            ``labels_sent`` (answered) and ``labels_remaining``.
+        label_schedule: how the rate of asking falls after the initial batch: ``"constant"`` (an
+            even rate, so labels come from the agents of the whole run), ``"hyperbolic"`` (rate
+            ∝ T0 / (T + T0) after T env steps, as in the paper) or ``"inverse_quadratic"``.
+            ``stats()`` reports ``labels_asked``, ``labels_sent`` (answered) and ``labels_remaining``.
         label_schedule_steps: env steps (all envs together) by which the budget is spent;
             set it to your agent's ``total_timesteps``.
         label_schedule_t0: the schedule's T0 in env steps (None: ``label_schedule_steps``).
-        pair_selection: ``"disagreement"``: of ``n_candidate_pairs`` random pairs of recent
-            clips, ask about the one the reward ensemble's members disagree on most (needs
-            ``ensemble_size`` >= 2; random until the first checkpoint); ``"random"``: a random pair.
+        pair_selection: ``"random"``: a random pair of recent clips; ``"disagreement"`` (the
+            paper's): of ``n_candidate_pairs`` random pairs, ask about the one the reward ensemble's
+            members disagree on most (needs ``ensemble_size`` >= 2; random until the first checkpoint).
         n_candidate_pairs: candidate pairs per question for ``pair_selection="disagreement"``.
         synthetic_teacher: how synthetic labels are given (``drlhp.SyntheticTeacher``:
             rationality, myopia, mistakes, skipping, ties); the default is always right.
@@ -148,13 +148,16 @@ class PreferenceConfig:
         pseudo_label_threshold: SURF's semi-supervised term: also train on new pairings of the
             database's clips, labelled with the network's own preference where it is at least this
             sure (e.g. 0.95). These labels are recomputed every step and never stored. None: off.
+        reward_predictor_weight_average: checkpoints hold an exponential moving average of the
+            weights with this decay (0.99: about the last 100 training steps), a steadier network
+            than the last step's weights; None: the weights as trained.
         reward_predictor_weight_decay: L2 penalty (Adam weight decay); with ``adaptive_l2``,
             its starting value.
         adaptive_l2: adjust the L2 penalty at each checkpoint so the validation loss stays
             1.1-1.5 times the training loss (the paper's rule against overfitting few labels).
         ensemble_size: reward networks trained side by side, each on its own bootstrap resample
-            of the labels (the paper: 3); the reward is the mean of their normalised rewards, and
-            their disagreement picks the pairs to ask about. 1: a single network.
+            of the labels (the paper: 3, with ``pair_selection="disagreement"``); the reward is the
+            mean of their normalised rewards. 1 (the default): a single network.
         noise_prob: assumed probability that a label is a uniformly random answer
             (Christiano et al. use 0.1); 0 is the plain Bradley-Terry model.
         reward_scale: standard deviation of the returned predicted reward.
@@ -215,10 +218,10 @@ class PreferenceConfig:
     obs_transform_func: Callable[[Any], np.ndarray] | None = None
     n_initial_prefs: int = 40
     label_budget: int | None = 1000
-    label_schedule: ScheduleKind = "hyperbolic"
+    label_schedule: ScheduleKind = DEFAULT_LABEL_SCHEDULE
     label_schedule_steps: int = 1_000_000
     label_schedule_t0: int | None = None
-    pair_selection: PairSelection = "disagreement"
+    pair_selection: PairSelection = "random"
     n_candidate_pairs: int = DEFAULT_N_CANDIDATES
     synthetic_teacher: SyntheticTeacher = SyntheticTeacher()
     synthetic_teachers: Mapping[str, SyntheticTeacher] | None = None
@@ -240,6 +243,7 @@ class PreferenceConfig:
     temporal_crop_min_length: int | None = None
     pseudo_label_threshold: float | None = None
     reward_predictor_weight_decay: float = 1e-4
+    reward_predictor_weight_average: float | None = 0.99
     adaptive_l2: bool = True
     ensemble_size: int = DEFAULT_ENSEMBLE_SIZE
     noise_prob: float = 0.1
@@ -325,6 +329,9 @@ def _check(c: PreferenceConfig) -> None:
     need(c.pair_selection in SELECTIONS, f"pair_selection must be one of {SELECTIONS}, got {c.pair_selection!r}")
     need(c.n_candidate_pairs >= 1, f"n_candidate_pairs must be >= 1, got {c.n_candidate_pairs}")
     need(c.reward_predictor_weight_decay >= 0, "reward_predictor_weight_decay must be >= 0")
+    need(c.reward_predictor_weight_average is None or 0 < c.reward_predictor_weight_average < 1,
+         f"reward_predictor_weight_average is the decay of the weights' moving average: in (0, 1) (e.g. 0.99), "
+         f"or None for the weights as trained; got {c.reward_predictor_weight_average}")
     check_device_name(c.reward_predictor_device)
     need(not c.adaptive_l2 or c.reward_predictor_weight_decay > 0, "adaptive_l2 scales reward_predictor_weight_decay "
          "up and down, so it must start above 0 (e.g. 1e-4), or pass adaptive_l2=False")

@@ -21,6 +21,7 @@ def test_a_misspelt_argument_names_itself_and_the_valid_ones():
     (dict(segment_queue_size=0), "segment_queue_size must be >= 1"),
     (dict(reward_scale=0), "reward_scale must be > 0"),
     (dict(reward_centre="mode"), "reward_centre must be one of"),
+    (dict(reward_predictor_weight_average=1.0), r"reward_predictor_weight_average .* in \(0, 1\)"),
     (dict(synthetic_preferences=False, display_fps=0), "display_fps must be > 0"),
     (dict(synthetic_preferences=False, labelling="browser"), "labelling must be one of"),
     (dict(labelling="web"), "pass synthetic_preferences=False as well"),
@@ -49,14 +50,15 @@ def test_each_worker_takes_its_settings_from_the_run_settings(tmp_path):
                               max_segs=33, synthetic_prefs_per_segment=0.5, n_candidate_pairs=9,
                               pair_selection="random", display_fps=12.0, human_terminal="/dev/pts/7", label_budget=77,
                               augment_shift=2, reward_predictor_device="cpu:0", n_initial_training_steps=9,
-                              reward_predictor_dropout=0.3, ckpt_poll_interval=0.25, reward_centre="median")
+                              reward_predictor_dropout=0.3, ckpt_poll_interval=0.25, reward_centre="median",
+                              reward_predictor_weight_average=0.9)
     spec = infer_frame_spec(np.zeros((8, 8, 3), np.uint8))
     trainer = trainer_config(config, spec, None)
     learner, labels = trainer.learner, trainer.labels
     assert (learner.lr, learner.batch_size, trainer.torch_threads, labels.snapshot_interval, learner.seed,
             trainer.label_budget, trainer.log_dir, labels.log_dir) == (0.5, 3, 2, 7.0, 11, 77, *[str(tmp_path)] * 2)
-    assert (learner.device, learner.first_ckpt_step, learner.net.dropout, learner.reward_centre) == \
-        ("cpu:0", 9, 0.3, "median")
+    assert (learner.device, learner.first_ckpt_step, learner.net.dropout, learner.reward_centre,
+            learner.weight_average) == ("cpu:0", 9, 0.3, "median", 0.9)
     assert learner.net.frame_spec == spec and learner.augmentation == config.augmentation
     assert labels.clip_length == config.segment_length and labels.journaling
     human = human_config(config, spec)

@@ -34,7 +34,7 @@ def labelled(n_pairs: int, seed: int) -> PrefBuffer:
 def settings(**changes) -> LearnerConfig:
     base = dict(net=NetConfig(SPEC, dropout=0.0), lr=1e-2, batch_size=16, noise_prob=0.0, weight_decay=1e-4,
                 adaptive_l2=True, augmentation=NO_AUGMENTATION, reward_scale=0.05, reward_centre="mean",
-                ckpt_interval=20, first_ckpt_step=5, seed=0, device="cpu")
+                ckpt_interval=20, first_ckpt_step=5, seed=0, device="cpu", weight_average=None)
     return LearnerConfig(**{**base, **changes})
 
 
@@ -163,3 +163,40 @@ def test_the_normaliser_is_fitted_on_every_frame_of_its_clips_however_many_are_u
 
     some, _ = fit_normaliser(predictor, labels.train_db, 10, 0.05, np.random.default_rng(0))
     assert not np.allclose(some.centre, normaliser.centre)  # fewer clips than there are: a sample of them
+
+
+def test_a_weight_average_follows_its_decay_and_weighs_early_steps_more():
+    from drlhp.reward.weight_average import WeightAverage
+
+    net, average = torch.nn.Linear(1, 1, bias=False), WeightAverage(0.99)
+    expected = None
+    for step in range(1, 301):  # weights that grow by 1 a step: the average lags them
+        with torch.no_grad():
+            net.weight.fill_(float(step))
+        average.update(net, step)
+        keep = min(0.99, (1 + step) / (10 + step))
+        expected = float(step) if expected is None else keep * expected + (1 - keep) * step
+        if step == 50:
+            with average.applied(net):
+                # A plain 0.99 average would still be mostly the first steps' weights (11.5 here).
+                assert 40 < net.weight.item() < 50
+    with average.applied(net):
+        assert net.weight.item() == pytest.approx(expected, rel=1e-5)
+        assert 300 - 100 < net.weight.item() < 300  # less than 1 / (1 - decay) steps behind
+    assert net.weight.item() == 300.0  # the weights as trained are back
+
+
+def test_a_learner_with_a_weight_average_checkpoints_the_average_and_resumes_from_its_weights(tmp_path):
+    labels = labelled(40, seed=5)
+    learner = Learner(settings(weight_average=0.9), str(tmp_path))
+    learner.train(20, labels.train_db, labels.val_db)  # a checkpoint at 20
+    trained = {k: v.clone() for k, v in learner.predictor.net.state_dict().items()}
+    saved = RewardPredictor.load(LogDir(str(tmp_path)).checkpoint).net.state_dict()
+    with learner.average.applied(learner.predictor.net):
+        assert all(torch.equal(saved[k], v) for k, v in learner.predictor.net.state_dict().items())
+    assert not all(torch.equal(saved[k], v) for k, v in trained.items())  # the average, not the last step
+
+    again = Learner(settings(weight_average=0.9), str(tmp_path), resume=True)
+    assert all(torch.equal(again.predictor.net.state_dict()[k], v) for k, v in trained.items())
+    with again.average.applied(again.predictor.net):
+        assert all(torch.equal(saved[k], v) for k, v in again.predictor.net.state_dict().items())

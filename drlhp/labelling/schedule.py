@@ -26,6 +26,9 @@ _RATE_INTEGRALS: dict[ScheduleKind, Callable[[float], float]] = {
     "inverse_quadratic": math.atan,
 }
 SCHEDULES: tuple[ScheduleKind, ...] = get_args(ScheduleKind)
+#: Labels asked at an even rate: labels spread over the agents of a whole run taught Pong's reward network more
+#: than labels spent early, while the agent still lost every point (docs/results.md, "Defaults").
+DEFAULT_LABEL_SCHEDULE: ScheduleKind = "constant"
 
 
 @dataclass(frozen=True)
@@ -42,7 +45,7 @@ class LabelSchedule:
 
     budget: int | None
     initial: int = 0
-    kind: ScheduleKind = "hyperbolic"
+    kind: ScheduleKind = DEFAULT_LABEL_SCHEDULE
     horizon: int = 1_000_000
     t0: int | None = None
 

@@ -13,6 +13,7 @@ import logging
 import os
 import time
 from collections.abc import Callable, Iterator
+from contextlib import nullcontext
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,6 +26,7 @@ from drlhp.reward.normaliser import DEFAULT_REWARD_CENTRE, MIN_STD, RewardCentre
 from drlhp.reward.predictor import NetConfig, RewardPredictor, check_checkpoint_frames
 from drlhp.reward.torch_setup import torch_device
 from drlhp.reward.trainer import RewardTrainer, adapted_l2
+from drlhp.reward.weight_average import WeightAverage
 from drlhp.storage.layout import LogDir
 
 log = logging.getLogger("drlhp.learner")
@@ -51,6 +53,7 @@ class LearnerConfig:
     first_ckpt_step: int
     seed: int | None
     device: str
+    weight_average: float | None  # the decay of the weights' average that checkpoints hold (None: the weights)
     n_val_pairs: int = 128  # validation pairs scored at each checkpoint
     n_normaliser_clips: int = 512  # clips the normaliser is fitted on (fit_normaliser)
 
@@ -85,6 +88,7 @@ class Learner:
         self.config = config
         self.files = LogDir(log_dir)
         self.rng = np.random.default_rng(config.seed)
+        self.average = WeightAverage(config.weight_average) if config.weight_average is not None else None
         self.trainer = self._load(pretrained_ckpt, resume)
         self.ckpt_step = self.step  # the step of the last checkpoint (or of the one started from)
         self._recent: dict[str, list[float]] = {"loss": [], "accuracy": []}
@@ -99,6 +103,8 @@ class Learner:
         predictor = RewardPredictor.load(ckpt) if ckpt else RewardPredictor(c.net)
         check_checkpoint_frames(predictor, c.net.frame_spec, ckpt)
         predictor.to(torch_device(c.device))
+        if own and self.average is not None:
+            self.average.restart_from(predictor.net)  # the checkpoint holds the average; load_state the weights
         trainer = RewardTrainer(predictor, c.lr, c.noise_prob, c.weight_decay, augmentation=c.augmentation,
                                 seed=c.seed)
         if own and trainer.load_state(self.files.trainer_state):
@@ -133,6 +139,8 @@ class Learner:
             self._recent["loss"].append(loss)
             self._recent["accuracy"].append(acc)
             self._pairs_trained += c.batch_size
+            if self.average is not None:
+                self.average.update(self.predictor.net, self.step)
             if on_step is not None:
                 on_step(self.step)
             if self.step % c.ckpt_interval == 0 or self.step == c.first_ckpt_step:
@@ -157,18 +165,22 @@ class Learner:
 
     def checkpoint(self, train_db: PrefDB, val_db: PrefDB, evaluate: bool = True) -> Evaluation:
         """Fit the normaliser on clips of ``train_db``, write the checkpoint and the optimiser state;
-        then, unless ``evaluate`` is False, score the network on ``val_db`` and adapt the L2 penalty."""
-        self._fit_normaliser(train_db)
-        self.predictor.save(self.files.checkpoint)
+        then, unless ``evaluate`` is False, score the network on ``val_db`` and adapt the L2 penalty.
+
+        With a weight average, the checkpoint holds the average, and it is the average that is scored; the optimiser
+        state holds the weights as trained, which a resumed run trains on."""
         self.trainer.save_state(self.files.trainer_state)
         self.ckpt_step = self.step
         val_loss = val_acc = float("nan")
-        if evaluate and len(val_db):
-            val_loss, val_acc = self.trainer.evaluate(self._batches(val_db))
-            if self.config.adaptive_l2:
-                # Keep validation loss 1.1-1.5x training loss (both without dropout) by scaling the L2 penalty.
-                train_loss, _ = self.trainer.evaluate(self._batches(train_db))
-                self.trainer.weight_decay = adapted_l2(self.trainer.weight_decay, val_loss, train_loss)
+        with self.average.applied(self.predictor.net) if self.average is not None else nullcontext():
+            self._fit_normaliser(train_db)
+            self.predictor.save(self.files.checkpoint)
+            if evaluate and len(val_db):
+                val_loss, val_acc = self.trainer.evaluate(self._batches(val_db))
+                if self.config.adaptive_l2:
+                    # Keep validation loss 1.1-1.5x training loss (both without dropout) by scaling the L2 penalty.
+                    train_loss, _ = self.trainer.evaluate(self._batches(train_db))
+                    self.trainer.weight_decay = adapted_l2(self.trainer.weight_decay, val_loss, train_loss)
         now, normaliser = time.monotonic(), self.predictor.normaliser
         evaluation = Evaluation(
             self.step, len(train_db), len(val_db), float(np.mean(self._recent["loss"] or [np.nan])),

@@ -205,9 +205,11 @@ class RewardTrainer:
 
     # -- resuming ----------------------------------------------------------------------
     def save_state(self, path: str) -> None:
-        """Write the optimiser's state (Adam's moments), so a resumed run trains on as if never stopped."""
+        """Write the optimiser's state (Adam's moments) and the weights as trained (a checkpoint may hold their
+        average instead), so a resumed run trains on as if never stopped."""
         with atomic_write(path) as f:
-            torch.save({"training_step": self.predictor.training_step, "optimizer": self.optimizer.state_dict()}, f)
+            torch.save({"training_step": self.predictor.training_step, "optimizer": self.optimizer.state_dict(),
+                        "weights": self.predictor.net.state_dict()}, f)
 
     def load_state(self, path: str) -> bool:
         """Restore ``save_state``'s optimiser state if it belongs to the current network; returns whether it did."""
@@ -217,4 +219,6 @@ class RewardTrainer:
         if state.get("training_step") != self.predictor.training_step:
             return False  # written at another checkpoint than the one loaded: start Adam afresh
         self.optimizer.load_state_dict(state["optimizer"])
+        if "weights" in state:  # older files have none: their checkpoints held the weights as trained
+            self.predictor.net.load_state_dict(state["weights"])
         return True

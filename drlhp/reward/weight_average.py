@@ -27,12 +27,11 @@ class WeightAverage:
         Early steps weigh more (at most ``(1 + step) / (10 + step)`` of the old average is kept), so that a checkpoint
         after a few dozen steps, when a run's predicted reward starts, is not mostly the untrained network.
         """
-        state = net.state_dict()
         if self._average is None:
-            self._average = {name: value.detach().clone() for name, value in state.items()}
+            self.restart_from(net)
             return
         keep = min(self.decay, (1 + step) / (10 + step))
-        for name, value in state.items():
+        for name, value in net.state_dict().items():
             if value.is_floating_point():
                 self._average[name].lerp_(value, 1.0 - keep)
             else:  # e.g. batchnorm's count of batches seen
@@ -44,7 +43,7 @@ class WeightAverage:
         if self._average is None:
             yield
             return
-        trained = {name: value.detach().clone() for name, value in net.state_dict().items()}
+        trained = _copy(net)
         net.load_state_dict(self._average)
         try:
             yield
@@ -53,4 +52,9 @@ class WeightAverage:
 
     def restart_from(self, net: torch.nn.Module) -> None:
         """Start the average at ``net``'s weights (a resumed run's checkpoint holds the average it had)."""
-        self._average = {name: value.detach().clone() for name, value in net.state_dict().items()}
+        self._average = _copy(net)
+
+
+def _copy(net: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """A copy of ``net``'s weights and buffers, which later training leaves alone."""
+    return {name: value.detach().clone() for name, value in net.state_dict().items()}

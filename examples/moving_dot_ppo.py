@@ -1,11 +1,10 @@
 """Train SB3 PPO on the bundled MovingDot env from synthetic preferences only.
 
 The agent never sees the env's reward. First a random policy plays until 40
-pairs of its clips are labelled, and the reward predictor (an ensemble of 3)
-trains on them (the paper's pre-training phase); then PPO learns from the
-predicted reward only, while new pairs -- those the ensemble disagrees on most --
-keep being labelled on a falling schedule, 300 labels in all (``--label-budget``),
-and the predictor keeps training. It prints the *true* episode return as it learns
+pairs of its clips are labelled, and the reward predictor (one network) trains
+on them (the paper's pre-training phase); then PPO learns from the predicted
+reward only, while new random pairs keep being labelled at a falling rate, 300
+labels in all (``--label-budget``), and the predictor keeps training. It prints the *true* episode return as it learns
 (random policy: about 35; best: about 49) and the labels used. 8 envs step together
 (``--n-envs``); one drlhp pipeline serves them all.
 

@@ -90,7 +90,7 @@ class PreferenceConfig:
             limit, and synthetic labels come ``synthetic_prefs_per_segment`` per clip).
             A synthetic run keeps to the same budget and schedule as a person would.
         label_schedule: how the rate of asking falls after the initial batch: ``"hyperbolic"`` (rate
-            ∝ T0 / (T + T0) after T env steps, as in the paper; with the default T0, 60 % of the labels
+            ∝ T0 / (T + T0) after T env steps, as in the paper; with the default T0, 58 % of the labels
             come in the first half of the run), ``"constant"`` (an even rate) or ``"inverse_quadratic"``.
             ``stats()`` reports ``labels_asked``, ``labels_sent`` (answered) and ``labels_remaining``.
         label_schedule_steps: env steps (all envs together) by which the budget is spent;

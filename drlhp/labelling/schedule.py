@@ -26,7 +26,7 @@ _RATE_INTEGRALS: dict[ScheduleKind, Callable[[float], float]] = {
     "inverse_quadratic": math.atan,
 }
 SCHEDULES: tuple[ScheduleKind, ...] = get_args(ScheduleKind)
-#: imitation's hyperbolic rate (T0 = the horizon): 60 % of the labels in the first half of the run, 40 % from
+#: imitation's hyperbolic rate (T0 = the horizon): 58 % of the labels in the first half of the run, 42 % from
 #: the agents of the second. The main job reached 44.2 in 11 of 11 runs with it, 12 of 14 at an even rate,
 #: whose fewer early labels let PPO settle on a worse policy (docs/results.md, "Defaults").
 DEFAULT_LABEL_SCHEDULE: ScheduleKind = "hyperbolic"

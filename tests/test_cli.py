@@ -32,14 +32,15 @@ def test_collect_train_eval_plot_and_the_wrapper_loads_the_result(tmp_path):
     assert sum(int(n) for n in re.findall(r"(\d+) preferences", out)) >= 200
 
     # One torch thread: on a machine whose cores are busy, two threads that wait on each other take many times longer.
-    # 60 steps on these labels: validation accuracy about 0.86, Spearman rho about 0.88 (150 steps: 0.93, 0.94).
-    out = drlhp("train-reward", "prefs", "--steps", 60, "--ckpt-interval", 20, "--seed", 0, "--log-dir", "reward",
+    # 100 steps: the checkpoint holds the weights' moving average, which trails the trained weights early; at 60
+    # steps one run of the whole suite on a busy machine scored 0.659 on held-out labels (alone: about 0.86).
+    out = drlhp("train-reward", "prefs", "--steps", 100, "--ckpt-interval", 20, "--seed", 0, "--log-dir", "reward",
                 "--tensorboard-log", "tb", "--threads", 1, cwd=tmp_path).stdout
-    assert re.search(r"step 60: validation accuracy", out), out
+    assert re.search(r"step 100: validation accuracy", out), out
     events = EventAccumulator(str(tmp_path / "tb" / "drlhp_reward_1"))
     events.Reload()
     # Every 20 steps, and at step 50 (n_initial_training_steps: the step a wrapper starts using the network at).
-    assert [e.step for e in events.Scalars("reward/val_accuracy")] == [20, 40, 50, 60]
+    assert [e.step for e in events.Scalars("reward/val_accuracy")] == [20, 40, 50, 60, 80, 100]
 
     out = drlhp("eval-reward", "reward", "prefs", cwd=tmp_path).stdout
     accuracy, rho = re.search(r"accuracy ([\d.]+) .*Spearman rho .*: ([\d.-]+)", out).groups()

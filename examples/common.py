@@ -74,6 +74,9 @@ class Args:
     reward_centre: str = field(default=PreferenceConfig.reward_centre, metadata={
         "help": "which predicted reward becomes 0 over the labelled frames: mean (the paper) or median (a typical "
                 "frame)"})
+    reward_weight_average: float = field(default=PreferenceConfig.reward_predictor_weight_average or 0.0, metadata={
+        "help": "decay of the moving average of the reward network's weights that its checkpoints hold (0: the "
+                "weights as trained)"})
     n_initial_training_steps: int = field(default=PreferenceConfig.n_initial_training_steps, metadata={
         "help": "reward-training steps before the agent gets the predicted reward"})
     log_every: int = field(default=2_000, metadata={"help": "print progress every this many agent steps"})
@@ -113,6 +116,8 @@ def parse_args(description: str, **defaults) -> Args:
         parser.error("choose one of --human (window + terminal) and --web (a browser)")
     if args.save_every < 0:
         parser.error("--save-every must be >= 0")
+    if not 0 <= args.reward_weight_average < 1:
+        parser.error("--reward-weight-average must be in [0, 1): e.g. 0.99, or 0 for the weights as trained")
     return args
 
 
@@ -147,11 +152,9 @@ def train_on_true_reward(venv: VecEnv, args: Args, make_agent: Callable[[VecEnv,
           f"{mean_or_na(logger.returns)}; logs in {args.log_dir}")
 
 
-def train_on_predicted_reward(venv: VecEnv, args: Args, make_agent: Callable[[VecEnv, int], BaseAlgorithm],
-                              session: Session) -> None:
-    """drlhp: the agent learns from the reward predicted by a network trained on labelled pairs of clips."""
-    wrapped = HumanPreferencesVecEnvWrapper(
-        venv,
+def wrapper_settings(args: Args) -> dict:
+    """The drlhp settings of a run with ``args``: what the command line sets, the library's defaults otherwise."""
+    return dict(
         segment_length=args.segment_length,
         synthetic_preferences=not (args.human or args.web),
         labelling="web" if args.web else "terminal",
@@ -166,12 +169,19 @@ def train_on_predicted_reward(venv: VecEnv, args: Args, make_agent: Callable[[Ve
         reward_predictor_batchnorm=args.reward_net_batchnorm,
         reward_predictor_frame_norm=args.reward_net_frame_norm,
         reward_centre=args.reward_centre,
+        reward_predictor_weight_average=args.reward_weight_average or None,
         n_initial_training_steps=args.n_initial_training_steps,
         log_dir=args.log_dir,
         resume=args.resume,
         tensorboard_log=args.tensorboard_log or None,
         seed=args.seed,
     )
+
+
+def train_on_predicted_reward(venv: VecEnv, args: Args, make_agent: Callable[[VecEnv, int], BaseAlgorithm],
+                              session: Session) -> None:
+    """drlhp: the agent learns from the reward predicted by a network trained on labelled pairs of clips."""
+    wrapped = HumanPreferencesVecEnvWrapper(venv, **wrapper_settings(args))
     with wrapped:
         # The label schedule's clock counts this process's env steps only: start it where the saved agent was.
         wrapped.pipeline.count_env_steps(session.label_clock_start)

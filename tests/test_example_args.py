@@ -1,0 +1,42 @@
+"""The examples' command line: what it hands to drlhp, and what it refuses."""
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+from drlhp.config import PreferenceConfig
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples"))
+from common import parse_args, wrapper_settings  # noqa: E402  (the examples' own module, from examples/)
+
+# What the examples set on purpose rather than leave to the library: the run's length, budget, directory and seed.
+RUN_SPECIFIC = {"label_budget", "label_schedule_steps", "log_dir", "resume", "seed"}
+
+
+def settings_for(monkeypatch, *argv: str) -> dict:
+    monkeypatch.setattr(sys, "argv", ["example", *argv])
+    return wrapper_settings(parse_args("an example"))
+
+
+def test_without_flags_an_example_gets_the_library_defaults(monkeypatch):
+    settings = settings_for(monkeypatch)
+    library = PreferenceConfig()
+    differing = {name: (value, getattr(library, name)) for name, value in settings.items()
+                 if name not in RUN_SPECIFIC and value != getattr(library, name)}
+    assert differing == {}
+    assert settings["reward_predictor_weight_average"] is not None
+
+
+def test_a_weight_average_of_0_turns_it_off(monkeypatch):
+    assert settings_for(monkeypatch, "--reward-weight-average", "0")["reward_predictor_weight_average"] is None
+    assert settings_for(monkeypatch, "--reward-weight-average", "0.9")["reward_predictor_weight_average"] == 0.9
+    PreferenceConfig(**settings_for(monkeypatch, "--reward-weight-average", "0"))  # the library accepts what it gets
+
+
+@pytest.mark.parametrize("value", ["1", "-0.5"])
+def test_a_weight_average_outside_0_to_1_is_refused_with_the_fix(monkeypatch, capsys, value):
+    with pytest.raises(SystemExit):
+        settings_for(monkeypatch, "--reward-weight-average", value)
+    assert "--reward-weight-average must be in [0, 1)" in capsys.readouterr().err

@@ -89,9 +89,10 @@ class PreferenceConfig:
         label_budget: labels the run may ask for in all, a skipped pair included (None: no
             limit, and synthetic labels come ``synthetic_prefs_per_segment`` per clip).
             A synthetic run keeps to the same budget and schedule as a person would.
-        label_schedule: how the rate of asking falls after the initial batch: ``"hyperbolic"`` (rate
-            ∝ T0 / (T + T0) after T env steps, as in the paper; with the default T0, 58 % of the labels
-            come in the first half of the run), ``"constant"`` (an even rate) or ``"inverse_quadratic"``.
+        label_schedule: how the rate of asking falls after the initial batch: ``"constant"`` (an even
+            rate, so labels come from the agents of the whole run), ``"hyperbolic"`` (rate ∝ T0 / (T + T0)
+            after T env steps, as in the paper; with the default T0, 58 % of the labels come in the first
+            half of the run) or ``"inverse_quadratic"``.
             ``stats()`` reports ``labels_asked``, ``labels_sent`` (answered) and ``labels_remaining``.
         label_schedule_steps: env steps (all envs together) by which the budget is spent;
             set it to your agent's ``total_timesteps``.

@@ -62,6 +62,12 @@ standard deviation per policy. The Atari examples blank those rows since 2026-11
 pass ``--blank-rows 9`` to ``labels``, ``measure`` and ``switch`` (the committed recordings show the score).
 
     python benchmarks/reward_signal.py score lc_pong_1k/drlhp --policies benchmarks/results/pong/policies/eval
+
+``centres`` needs no recordings: for a run's last checkpoint, on 512 of its training clips (as the trainer fits
+the normaliser), each member's (mean - median) / std of the raw reward. Above 0, a reward centred on its mean
+(the default) charges the typical frame that much; below 0, it pays it.
+
+    python benchmarks/reward_signal.py centres lc_breakout_defaults/drlhp lc_pong_defaults/drlhp
 """
 from __future__ import annotations
 
@@ -78,6 +84,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
+    from drlhp.reward.normaliser import RewardNormaliser
     from drlhp.reward.predictor import RewardPredictor
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -426,6 +433,24 @@ def switch(run_dir: str, recordings: list[Recording], fit_clips: list[int], n_re
         print(f"train {interval} steps: the target moves {np.mean(changes):.3f} sd (mean of {n_switches})")
 
 
+def centre_gap(by_mean: RewardNormaliser, by_median: RewardNormaliser) -> np.ndarray:
+    """Each member's (mean - median) / std: how much a mean-centred reward charges (above 0) or pays (below 0)
+    the typical frame, in standard deviations of the raw reward."""
+    return (np.array(by_mean.centre) - np.array(by_median.centre)) / np.array(by_mean.std)
+
+
+def centres(run_dir: str, n_clips: int, seed: int) -> None:
+    """Print where a run's last checkpoint's mean lies against its median, on ``n_clips`` of its training clips."""
+    from drlhp.labels.pref_db import PrefBuffer
+    from drlhp.reward.learner import fit_normaliser
+
+    predictor, train_db = load_predictor(run_dir), PrefBuffer.load_all(run_dir).train_db
+    by_mean, by_median = (fit_normaliser(predictor, train_db, n_clips, 1.0, np.random.default_rng(seed), centre)[0]
+                          for centre in ("mean", "median"))  # the same seed: the same clips both ways
+    gaps = ", ".join(f"{gap:+.3f}" for gap in centre_gap(by_mean, by_median))
+    print(f"{run_dir}: (mean - median) / sd of the raw reward, per member: {gaps}", flush=True)
+
+
 COLUMNS = ("r_disc", "r_100", "r_25", "rho_1", "r_episode", "policy_rho", "noise", "scale_disc", "typical")
 
 
@@ -471,6 +496,10 @@ def main() -> None:
     sco.add_argument("checkpoint", help="a reward_predictor.ckpt file, its directory or a log_dir")
     sco.add_argument("--policies", required=True, help="a directory of recordings")
     sco.add_argument("--rows", type=int, default=9, help="the frame's rows that show the score (Pong's: 9)")
+    cen = sub.add_parser("centres", help="how far a run's reward mean lies from its median (the typical frame)")
+    cen.add_argument("run_dirs", nargs="+", help="runs' log_dirs: their training labels and last checkpoint")
+    cen.add_argument("--clips", type=int, default=512, help="training clips to fit on (default: 512, the trainer's)")
+    cen.add_argument("--seed", type=int, default=0)
     for p in (lab, mea, swi):
         p.add_argument("--blank-rows", type=int, default=0,
                        help="black out the recorded frames' top rows, as the Atari examples do since 2026-11-26 "
@@ -484,6 +513,9 @@ def main() -> None:
     elif args.command == "labels":
         make_labels(args.policies, args.out, args.labels, args.segment_length, args.weights, args.seed, args.drop_ties,
                     args.blank_rows)
+    elif args.command == "centres":
+        for run_dir in args.run_dirs:
+            centres(run_dir, args.clips, args.seed)
     elif args.command == "score":
         score_reading(args.checkpoint, load_recordings(args.policies), args.rows)
     else:

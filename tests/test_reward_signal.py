@@ -9,6 +9,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
 from reward_signal import (  # noqa: E402
     GAMMA,
     Recording,
+    centre_gap,
     discounted_to_go,
     normalised_to_go,
     ranks,
@@ -59,6 +60,19 @@ def test_the_typical_step_sees_an_offset_that_the_windowed_correlations_do_not()
     plain, offset = signal_metrics(shaped(points), points, EPISODES), signal_metrics(centred, points, EPISODES)
     assert plain["typical"] == 0.0 and offset["typical"] < -0.1
     assert all(offset[k] == pytest.approx(plain[k]) for k in ("rho_1", "r_25", "r_100", "noise"))
+
+
+def test_the_centre_gap_is_positive_where_rare_gains_lift_the_mean_and_negative_where_rare_losses_lower_it():
+    from drlhp.reward.normaliser import RewardNormaliser
+
+    def gap(reward: np.ndarray) -> float:
+        by_mean, by_median = (RewardNormaliser.fit(reward, 1.0, centre) for centre in ("mean", "median"))
+        return float(centre_gap(by_mean, by_median)[0])
+
+    gains, losses = shaped(np.abs(TRUE)), shaped(-np.abs(TRUE))  # Breakout's shape; a game of lost points only
+    assert gap(gains) > 0.1 and gap(losses) < -0.1
+    assert gap(gains) == pytest.approx(-gap(losses))
+    assert gap(RNG.normal(size=10_000)) == pytest.approx(0, abs=0.05)  # symmetric: the two centres agree
 
 
 def test_ranks_average_ties():

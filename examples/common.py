@@ -72,8 +72,8 @@ class Args:
     reward_net_frame_norm: str = field(default=PreferenceConfig.reward_predictor_frame_norm, metadata={
         "help": "frames centred (each channel minus its mean: a flat background is 0), standardised, or none"})
     reward_centre: str = field(default=PreferenceConfig.reward_centre, metadata={
-        "help": "which predicted reward becomes 0 over the labelled frames: mean (the paper) or median (a typical "
-                "frame)"})
+        "help": "which predicted reward becomes 0 over the labelled frames: mean (the paper), median (a typical "
+                "frame) or lower (the lower of the two: a typical frame never costs)"})
     reward_weight_average: float = field(default=PreferenceConfig.reward_predictor_weight_average or 0.0, metadata={
         "help": "decay of the moving average of the reward network's weights that its checkpoints hold (0: the "
                 "weights as trained)"})

@@ -161,6 +161,9 @@ def test_the_normaliser_is_fitted_on_every_frame_of_its_clips_however_many_are_u
     assert np.allclose(by_median.centre, np.median(every_frame, axis=0), rtol=1e-5)
     assert np.allclose(by_median.std, normaliser.std)
 
+    by_lower, _ = fit_normaliser(predictor, labels.train_db, 512, 0.05, np.random.default_rng(0), centre="lower")
+    assert np.allclose(by_lower.centre, np.minimum(normaliser.centre, by_median.centre))
+
     some, _ = fit_normaliser(predictor, labels.train_db, 10, 0.05, np.random.default_rng(0))
     assert not np.allclose(some.centre, normaliser.centre)  # fewer clips than there are: a sample of them
 

@@ -179,6 +179,15 @@ def test_a_median_centred_reward_gives_a_typical_frame_zero_where_the_mean_makes
     assert q == by_median and np.array_equal(q(raw), by_median(raw))
 
 
+def test_the_lower_centre_is_the_median_where_rare_gains_lift_the_mean_and_the_mean_where_rare_losses_lower_it():
+    rng = np.random.default_rng(0)
+    ordinary = rng.normal(0.0, 0.1, (950, 1))
+    gains, losses = (np.concatenate([ordinary, rng.normal(sign * 3.0, 0.1, (50, 1))]) for sign in (1, -1))
+    for raw, lower_one in ((gains, "median"), (losses, "mean")):  # Breakout's shape; Pong's while points are lost
+        assert RewardNormaliser.fit(raw, 0.05, "lower") == RewardNormaliser.fit(raw, 0.05, lower_one)
+        assert np.median(RewardNormaliser.fit(raw, 0.05, "lower")(ordinary)) >= -1e-3  # a typical frame never costs
+
+
 def test_a_network_whose_output_hardly_varies_rewards_exactly_zero_not_amplified_noise():
     # Measured on Pong: a dead network's raw rewards varied by 1.3e-8; divided by that std, they reached 1e5.
     rng = np.random.default_rng(0)

@@ -1,4 +1,4 @@
-"""Scaling predicted rewards to a fixed standard deviation around a centre (their mean, or their median)."""
+"""Scaling predicted rewards to a fixed standard deviation around a centre (their mean, their median, or the lower)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -12,9 +12,10 @@ import numpy as np
 #: size, and dividing by a floor still leaves that noise, which differs between CPUs and batch sizes.
 MIN_STD = 1e-4
 
-#: What raw reward becomes 0: the mean over the labelled frames (the paper), or their median (an ordinary frame).
-RewardCentre = Literal["mean", "median"]
-REWARD_CENTRES: tuple[RewardCentre, ...] = ("mean", "median")
+#: What raw reward becomes 0: the mean over the labelled frames (the paper), their median (an ordinary frame), or
+#: the lower of the two (an ordinary frame never earns below 0, so ending an episode sooner never pays by itself).
+RewardCentre = Literal["mean", "median", "lower"]
+REWARD_CENTRES: tuple[RewardCentre, ...] = ("mean", "median", "lower")
 DEFAULT_REWARD_CENTRE: RewardCentre = "mean"
 
 
@@ -57,8 +58,12 @@ class RewardNormaliser:
         raw = np.asarray(member_rewards, dtype=np.float64)
         raw = raw.reshape(len(raw), -1)
         std = raw.std(axis=0) if len(raw) > 1 else np.ones(raw.shape[1])
-        middle_of = np.median if centre == "median" else np.mean
-        middle = middle_of(raw, axis=0) if len(raw) else np.zeros(raw.shape[1])
+        if not len(raw):
+            middle = np.zeros(raw.shape[1])
+        elif centre == "lower":
+            middle = np.minimum(raw.mean(axis=0), np.median(raw, axis=0))
+        else:
+            middle = (np.median if centre == "median" else np.mean)(raw, axis=0)
         return cls(tuple(middle), tuple(std), scale)
 
     @classmethod

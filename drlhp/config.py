@@ -170,8 +170,9 @@ class PreferenceConfig:
             rest (points in Breakout), the mean lies above the typical frame, so mean-centring
             makes a typical frame cost reward, and an agent whose episode ends at a lost life is
             paid to end it sooner; the median keeps a longer life from costing. ``"lower"``: the
-            lower of the two, so a typical frame never costs (on Pong and MovingDot the mean, on
-            Breakout the median: in each game the centre of the faster of the two runs measured).
+            lower of the two, so a typical frame never costs (at the end of the runs measured: the
+            median on Breakout, the mean on Pong and MovingDot; on Breakout and Pong, the centre
+            of the faster of the two runs).
         labeller: your own labeller (see ``drlhp.labellers.Labeller``) instead of the
             built-in ones; it must be picklable, as it runs in the interface process.
         display_zoom: whole-number zoom of the clips shown to a person (None: ~336 px tall).

@@ -442,11 +442,12 @@ def centre_gap(by_mean: RewardNormaliser, by_median: RewardNormaliser) -> np.nda
 def centres(run_dir: str, n_clips: int, seed: int) -> None:
     """Print where a run's last checkpoint's mean lies against its median, on ``n_clips`` of its training clips."""
     from drlhp.labels.pref_db import PrefBuffer
-    from drlhp.reward.learner import fit_normaliser
+    from drlhp.reward.learner import sample_member_rewards
+    from drlhp.reward.normaliser import RewardNormaliser
 
-    predictor, train_db = load_predictor(run_dir), PrefBuffer.load_all(run_dir).train_db
-    by_mean, by_median = (fit_normaliser(predictor, train_db, n_clips, 1.0, np.random.default_rng(seed), centre)[0]
-                          for centre in ("mean", "median"))  # the same seed: the same clips both ways
+    raw = sample_member_rewards(load_predictor(run_dir), PrefBuffer.load_all(run_dir).train_db, n_clips,
+                                np.random.default_rng(seed))
+    by_mean, by_median = (RewardNormaliser.fit(raw, 1.0, centre) for centre in ("mean", "median"))
     gaps = ", ".join(f"{gap:+.3f}" for gap in centre_gap(by_mean, by_median))
     print(f"{run_dir}: (mean - median) / sd of the raw reward, per member: {gaps}", flush=True)
 

@@ -226,12 +226,18 @@ def fit_normaliser(predictor: RewardPredictor, db: PrefDB, n_clips: int, scale: 
     every checkpoint by more than the training steps between checkpoints did; on hundreds, far less
     (``benchmarks/reward_signal.py switch``; the figures are in docs/results.md).
     """
+    raw = sample_member_rewards(predictor, db, n_clips, rng)
+    return RewardNormaliser.fit(raw, scale, centre), raw.std(axis=0)
+
+
+def sample_member_rewards(predictor: RewardPredictor, db: PrefDB, n_clips: int,
+                          rng: np.random.Generator) -> np.ndarray:
+    """Each member's raw reward ``(N, M)`` on every frame of ``n_clips`` random clips of ``db`` (all if fewer)."""
     segments = list(db.segments.values())
     pick = rng.choice(len(segments), min(len(segments), n_clips), replace=False)
     chunk = 32  # clips unpacked at a time: the frames of all 512 Atari clips would take 360 MB at once
-    raw = np.concatenate([predictor.member_rewards(np.concatenate([segments[i].frames for i in pick[j:j + chunk]]))
-                          for j in range(0, len(pick), chunk)])
-    return RewardNormaliser.fit(raw, scale, centre), raw.std(axis=0)
+    return np.concatenate([predictor.member_rewards(np.concatenate([segments[i].frames for i in pick[j:j + chunk]]))
+                           for j in range(0, len(pick), chunk)])
 
 
 def _by_member(db: PrefDB, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -84,7 +84,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
-    from drlhp.reward.normaliser import RewardNormaliser
     from drlhp.reward.predictor import RewardPredictor
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -433,22 +432,15 @@ def switch(run_dir: str, recordings: list[Recording], fit_clips: list[int], n_re
         print(f"train {interval} steps: the target moves {np.mean(changes):.3f} sd (mean of {n_switches})")
 
 
-def centre_gap(by_mean: RewardNormaliser, by_median: RewardNormaliser) -> np.ndarray:
-    """Each member's (mean - median) / std: how much a mean-centred reward charges (above 0) or pays (below 0)
-    the typical frame, in standard deviations of the raw reward."""
-    return (np.array(by_mean.centre) - np.array(by_median.centre)) / np.array(by_mean.std)
-
-
 def centres(run_dir: str, n_clips: int, seed: int) -> None:
     """Print where a run's last checkpoint's mean lies against its median, on ``n_clips`` of its training clips."""
     from drlhp.labels.pref_db import PrefBuffer
     from drlhp.reward.learner import sample_member_rewards
-    from drlhp.reward.normaliser import RewardNormaliser
+    from drlhp.reward.normaliser import centre_gap
 
     raw = sample_member_rewards(load_predictor(run_dir), PrefBuffer.load_all(run_dir).train_db, n_clips,
                                 np.random.default_rng(seed))
-    by_mean, by_median = (RewardNormaliser.fit(raw, 1.0, centre) for centre in ("mean", "median"))
-    gaps = ", ".join(f"{gap:+.3f}" for gap in centre_gap(by_mean, by_median))
+    gaps = ", ".join(f"{gap:+.3f}" for gap in centre_gap(raw))
     print(f"{run_dir}: (mean - median) / sd of the raw reward, per member: {gaps}", flush=True)
 
 

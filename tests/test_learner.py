@@ -63,10 +63,13 @@ def test_the_learner_learns_the_labels_and_checkpoints_at_its_steps(tmp_path):
 def test_a_learner_set_to_the_median_centres_its_checkpoints_reward_there(tmp_path):
     labels = labelled(40, seed=3)
     learner = Learner(settings(reward_centre="median"), str(tmp_path))
-    learner.train(5, labels.train_db, labels.val_db)
+    last = learner.train(5, labels.train_db, labels.val_db)[-1]
     clips = np.concatenate([s.frames for s in labels.train_db.segments.values()])
     loaded = RewardPredictor.load(LogDir(str(tmp_path)).checkpoint)
-    assert abs(np.median(loaded.normalised_rewards(clips))) < 1e-6  # a mean-centred reward's median is its skew
+    rewards = loaded.normalised_rewards(clips)
+    assert abs(np.median(rewards)) < 1e-6  # a mean-centred reward's median is its skew
+    # The evaluation says how far the mean lies from that median, in standard deviations (the same clips: all).
+    assert last.centre_gap == pytest.approx(rewards.mean() / rewards.std(), rel=1e-3, abs=1e-4)
 
 
 def test_a_learner_resumes_from_its_checkpoint_with_the_optimiser_state(tmp_path):
@@ -152,10 +155,12 @@ def test_the_normaliser_is_fitted_on_every_frame_of_its_clips_however_many_are_u
     clips = list(labels.train_db.segments.values())
     every_frame = predictor.member_rewards(np.concatenate([s.frames for s in clips]))
 
-    normaliser, stds = fit_normaliser(predictor, labels.train_db, 512, 0.05, np.random.default_rng(0))
+    normaliser, gaps = fit_normaliser(predictor, labels.train_db, 512, 0.05, np.random.default_rng(0))
     assert len(clips) > 64
     assert np.allclose(normaliser.centre, every_frame.mean(axis=0), rtol=1e-5)
-    assert np.allclose(normaliser.std, every_frame.std(axis=0), rtol=1e-5) and np.allclose(stds, normaliser.std)
+    assert np.allclose(normaliser.std, every_frame.std(axis=0), rtol=1e-5)
+    median = np.median(every_frame, axis=0)
+    assert np.allclose(gaps, (normaliser.centre - median) / normaliser.std, rtol=1e-4, atol=1e-6)
 
     by_median, _ = fit_normaliser(predictor, labels.train_db, 512, 0.05, np.random.default_rng(0), centre="median")
     assert np.allclose(by_median.centre, np.median(every_frame, axis=0), rtol=1e-5)

@@ -9,7 +9,6 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
 from reward_signal import (  # noqa: E402
     GAMMA,
     Recording,
-    centre_gap,
     discounted_to_go,
     normalised_to_go,
     ranks,
@@ -63,17 +62,19 @@ def test_the_typical_step_sees_an_offset_that_the_windowed_correlations_do_not()
 
 
 def test_the_centre_gap_is_positive_where_rare_gains_lift_the_mean_and_negative_where_rare_losses_lower_it():
-    from drlhp.reward.normaliser import RewardNormaliser
+    from drlhp.reward.normaliser import RewardNormaliser, centre_gap
 
     def gap(reward: np.ndarray) -> float:
         by_mean, by_median = (RewardNormaliser.fit(reward, 1.0, centre) for centre in ("mean", "median"))
-        return float(centre_gap(by_mean, by_median)[0])
+        assert centre_gap(reward) == pytest.approx((by_mean.centre[0] - by_median.centre[0]) / by_mean.std[0])
+        return float(centre_gap(reward)[0])
 
     gains, losses = shaped(np.abs(TRUE)), shaped(-np.abs(TRUE))  # Breakout's shape; a game of lost points only
     assert gap(gains) > 0.1 and gap(losses) < -0.1
     assert gap(gains) == pytest.approx(-gap(losses))
     symmetric = np.random.default_rng(1).normal(size=10_000)
     assert gap(symmetric) == pytest.approx(0, abs=0.05)  # the two centres agree
+    assert centre_gap(np.full((10, 2), 0.5)).tolist() == [0.0, 0.0]  # a flat member: no gap, no division by 0
 
 
 def test_ranks_average_ties():

@@ -69,7 +69,7 @@ def test_the_callback_without_a_drlhp_wrapper_says_what_to_do(tmp_path):
 def evaluation(step):
     return Evaluation(step, n_train_prefs=8, n_val_prefs=2, train_loss=0.6, train_accuracy=0.7, val_loss=0.65,
                       val_accuracy=0.6, l2_coefficient=0.01, pairs_per_second=100.0, raw_reward_centre=0.0,
-                      raw_reward_std=1.0)
+                      raw_reward_std=1.0, centre_gap=0.25 * step)
 
 
 def read_rows(path):
@@ -90,8 +90,9 @@ def test_retractions_and_agreement_go_to_the_metrics_csv_and_tensorboard(tmp_pat
     rows = read_rows(LogDir(str(tmp_path)).metrics)
     assert [(r["labels_retracted"], r["pairs_answered_twice"], r["agreement"]) for r in rows] == [
         ("0", "0", "nan"), ("2", "4", "0.5")]
+    assert [r["centre_gap"] for r in rows] == ["0.25", "0.5"]
     values = scalars(glob.glob(str(tmp_path / "tb" / "drlhp_reward_*"))[0])
-    assert values["labels/retracted"] == [0.0, 2.0]
+    assert values["labels/retracted"] == [0.0, 2.0] and values["reward/centre_gap"] == [0.25, 0.5]
     assert values["labels/agreement"] == [0.5]  # no point while no pair was answered twice
     assert values["labels/agreement/web:al~web:bo"] == [pytest.approx(2 / 3)]
     assert values["labels/agreement/web:bo~web:cy"] == [0.0]
@@ -99,21 +100,24 @@ def test_retractions_and_agreement_go_to_the_metrics_csv_and_tensorboard(tmp_pat
     assert m["labels_retracted"].tolist() == [0, 2] and math.isnan(m["agreement"][0]) and m["agreement"][1] == 0.5
 
 
-def test_a_resumed_runs_metrics_of_the_columns_before_undo_go_on_in_the_same_file(tmp_path):
+@pytest.mark.parametrize("since", ["undo", "centre_gap"])
+def test_a_resumed_runs_metrics_of_an_older_drlhps_columns_go_on_in_the_same_file(tmp_path, since):
     path = LogDir(str(tmp_path)).metrics
-    with open(path, "w", newline="") as f:  # written by drlhp before labels could be taken back
+    older = COLUMNS_BEFORE_UNDO if since == "undo" else METRICS_COLUMNS[:METRICS_COLUMNS.index("centre_gap")]
+    with open(path, "w", newline="") as f:  # written by drlhp before labels could be taken back, or before the gap
         writer = csv.writer(f)
-        writer.writerow(COLUMNS_BEFORE_UNDO)
+        writer.writerow(older)
         for step in (1, 2):
-            writer.writerow([step, 1.5 * step, 10 * step, 10 * step, "nan", 8, 2, 0.6, 0.7, 0.65, 0.6, 0.01, 100.0])
+            writer.writerow([step, 1.5 * step, 10 * step, 10 * step, "nan", 8, 2, 0.6, 0.7, 0.65, 0.6, 0.01, 100.0,
+                             0, 0, "nan"][:len(older)])
     metrics = MetricsLog(path)
     metrics.write(evaluation(3), labels=30, labels_asked=31, labels_remaining=None, labels_retracted=1)
     assert os.listdir(tmp_path) == ["reward_training_metrics.csv"]  # not set aside: the run's one file goes on
     rows = read_rows(path)
     assert list(rows[0]) == list(METRICS_COLUMNS) and [r["training_step"] for r in rows] == ["1", "2", "3"]
     assert [r["labels"] for r in rows] == ["10", "20", "30"] and rows[1]["wall_time_s"] == "3.0"
-    assert [(r["labels_retracted"], r["pairs_answered_twice"], r["agreement"]) for r in rows] == [
-        ("0", "0", "nan"), ("0", "0", "nan"), ("1", "0", "nan")]
+    assert [(r["labels_retracted"], r["pairs_answered_twice"], r["agreement"], r["centre_gap"]) for r in rows] == [
+        ("0", "0", "nan", "nan"), ("0", "0", "nan", "nan"), ("1", "0", "nan", "0.75")]
     assert read_metrics(str(tmp_path))["training_step"].tolist() == [1, 2, 3]
 
 

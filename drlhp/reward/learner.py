@@ -22,7 +22,7 @@ from drlhp.errors import NoLabelsError
 from drlhp.labels.pref_db import PrefDB
 from drlhp.reward.augment import Augmentation
 from drlhp.reward.bootstrap import member_batches
-from drlhp.reward.normaliser import DEFAULT_REWARD_CENTRE, MIN_STD, RewardCentre, RewardNormaliser
+from drlhp.reward.normaliser import DEFAULT_REWARD_CENTRE, MIN_STD, RewardCentre, RewardNormaliser, centre_gap
 from drlhp.reward.predictor import NetConfig, RewardPredictor, check_checkpoint_frames
 from drlhp.reward.torch_setup import torch_device
 from drlhp.reward.trainer import RewardTrainer, adapted_l2
@@ -74,6 +74,7 @@ class Evaluation:
     pairs_per_second: float
     raw_reward_centre: float  # the normaliser's (the raw reward it maps to 0), averaged over the members
     raw_reward_std: float
+    centre_gap: float  # the members' mean (mean - median) / std of the raw reward (normaliser.centre_gap)
 
 
 class Learner:
@@ -95,6 +96,7 @@ class Learner:
         self._pairs_trained = 0
         self._rate_clock = time.monotonic()
         self._warned_flat = False
+        self._centre_gaps = np.full(1, np.nan)  # of the last normaliser fitted
 
     def _load(self, pretrained_ckpt: str | None, resume: bool) -> RewardTrainer:
         c = self.config
@@ -186,7 +188,7 @@ class Learner:
             self.step, len(train_db), len(val_db), float(np.mean(self._recent["loss"] or [np.nan])),
             _mean_ignoring_nan(self._recent["accuracy"]), val_loss, val_acc, self.trainer.weight_decay,
             self._pairs_trained / max(now - self._rate_clock, 1e-9), float(np.mean(normaliser.centre)),
-            float(np.mean(normaliser.std)))
+            float(np.mean(normaliser.std)), float(np.mean(self._centre_gaps)))
         self._recent = {"loss": [], "accuracy": []}
         self._pairs_trained, self._rate_clock = 0, now
         return evaluation
@@ -194,10 +196,10 @@ class Learner:
     def _fit_normaliser(self, db: PrefDB) -> None:
         """A fixed centre (0) and std over frames of the labelled clips, so the agent's reward keeps its scale as the
         network changes."""
-        self.predictor.normaliser, member_stds = fit_normaliser(self.predictor, db, self.config.n_normaliser_clips,
-                                                                self.config.reward_scale, self.rng,
-                                                                self.config.reward_centre)
-        self._warn_if_flat(member_stds)
+        self.predictor.normaliser, self._centre_gaps = fit_normaliser(
+            self.predictor, db, self.config.n_normaliser_clips, self.config.reward_scale, self.rng,
+            self.config.reward_centre)
+        self._warn_if_flat(np.array(self.predictor.normaliser.std))
 
     def _warn_if_flat(self, member_stds: np.ndarray) -> None:
         """Say so (once) when a member's output hardly varies over the labelled clips: it rewards nothing."""
@@ -220,14 +222,14 @@ class Learner:
 def fit_normaliser(predictor: RewardPredictor, db: PrefDB, n_clips: int, scale: float, rng: np.random.Generator,
                    centre: RewardCentre = DEFAULT_REWARD_CENTRE) -> tuple[RewardNormaliser, np.ndarray]:
     """The normaliser of ``predictor``'s rewards on every frame of ``n_clips`` random clips of ``db``, and each
-    member's raw std there.
+    member's :func:`~drlhp.reward.normaliser.centre_gap` there (where its mean lies against its median).
 
     Why so many clips: fitted on a few dozen, the normaliser alone moved the agent's discounted return on Pong at
     every checkpoint by more than the training steps between checkpoints did; on hundreds, far less
     (``benchmarks/reward_signal.py switch``; the figures are in docs/results.md).
     """
     raw = sample_member_rewards(predictor, db, n_clips, rng)
-    return RewardNormaliser.fit(raw, scale, centre), raw.std(axis=0)
+    return RewardNormaliser.fit(raw, scale, centre), centre_gap(raw)
 
 
 def sample_member_rewards(predictor: RewardPredictor, db: PrefDB, n_clips: int,

@@ -18,13 +18,15 @@ log = logging.getLogger("drlhp.learner")
 
 #: The columns of ``reward_training_metrics.csv`` (``drlhp plot`` reads them; a file of other columns is set aside).
 #: ``labels``: the run's labels, less ``labels_retracted`` (those their labeller took back); ``agreement``: the share
-#: of pairs answered twice (``pairs_answered_twice``, among the pairs held) that got the same answer (nan: none).
+#: of pairs answered twice (``pairs_answered_twice``, among the pairs held) that got the same answer (nan: none);
+#: ``centre_gap``: where the raw reward's mean lies against its median (``drlhp.reward.normaliser.centre_gap``).
 METRICS_COLUMNS = ("training_step", "wall_time_s", "labels", "labels_asked", "labels_remaining", "n_train_prefs",
                    "n_val_prefs", "train_loss", "train_accuracy", "val_loss", "val_accuracy", "l2_coefficient",
-                   "pairs_per_second", "labels_retracted", "pairs_answered_twice", "agreement")
+                   "pairs_per_second", "labels_retracted", "pairs_answered_twice", "agreement", "centre_gap")
 #: The columns before labels could be taken back or answered twice; such rows had neither, so they read 0, 0, nan.
 COLUMNS_BEFORE_UNDO = METRICS_COLUMNS[:13]
-_AS_BEFORE_UNDO = {"labels_retracted": 0, "pairs_answered_twice": 0, "agreement": math.nan}
+#: What a row of an older drlhp's file reads in the columns added since (none retracted, none answered twice).
+_AS_BEFORE = {"labels_retracted": 0, "pairs_answered_twice": 0, "agreement": math.nan, "centre_gap": math.nan}
 
 
 class MetricsLog:
@@ -32,7 +34,7 @@ class MetricsLog:
 
     def __init__(self, path: str, tensorboard_log: str | None = None) -> None:
         self.path = path
-        add_columns_since_undo(path)  # a resumed run's file goes on, rather than being set aside for its columns
+        add_new_columns(path)  # a resumed run's file goes on, rather than being set aside for its columns
         self.scalars = ScalarLog(tensorboard_log) if tensorboard_log else None
         self._start = time.monotonic()
 
@@ -50,7 +52,7 @@ class MetricsLog:
                "train_accuracy": e.train_accuracy, "val_loss": e.val_loss, "val_accuracy": e.val_accuracy,
                "l2_coefficient": e.l2_coefficient, "pairs_per_second": e.pairs_per_second,
                "labels_retracted": labels_retracted, "pairs_answered_twice": agreement.n_pairs,
-               "agreement": agreement.rate()}
+               "agreement": agreement.rate(), "centre_gap": e.centre_gap}
         append_csv_row(self.path, METRICS_COLUMNS, row)
         if self.scalars is not None:
             self.scalars.add(e.training_step, {
@@ -59,7 +61,8 @@ class MetricsLog:
                 "reward/pairs_per_second": e.pairs_per_second, "reward/labels": labels,
                 "reward/labels_asked": labels_asked, "reward/prefs_in_db": e.n_train_prefs + e.n_val_prefs,
                 "reward/l2_coefficient": e.l2_coefficient, "reward/raw_reward_centre": e.raw_reward_centre,
-                "reward/raw_reward_std": e.raw_reward_std, "labels/retracted": labels_retracted,
+                "reward/raw_reward_std": e.raw_reward_std, "reward/centre_gap": e.centre_gap,
+                "labels/retracted": labels_retracted,
                 **agreement_scalars(agreement)})
         log.info("reward step %d: train loss %.4f acc %.3f | val loss %.4f acc %.3f | %d/%d prefs | L2 %.2g | "
                  "%.0f pairs/s", e.training_step, e.train_loss, e.train_accuracy, e.val_loss, e.val_accuracy,
@@ -80,19 +83,21 @@ def agreement_scalars(agreement: Agreement) -> dict[str, float]:
             **{f"labels/agreement/{a}~{b}": rate for a, b, _, _, rate in agreement.rows()}}
 
 
-def add_columns_since_undo(path: str) -> None:
-    """Rewrite a metrics file of ``COLUMNS_BEFORE_UNDO`` (a run resumed from an older drlhp) with every column,
-    its rows reading what they were then: none retracted, none answered twice, agreement nan."""
+def add_new_columns(path: str) -> None:
+    """Rewrite a metrics file of the first columns only, from ``COLUMNS_BEFORE_UNDO`` on (a run resumed from an
+    older drlhp), with every column, its rows reading what they were then (``_AS_BEFORE``)."""
     if not os.path.exists(path):
         return
     with open(path, newline="") as f:
         reader = csv.DictReader(f)
-        if reader.fieldnames != list(COLUMNS_BEFORE_UNDO):
+        older = reader.fieldnames or []
+        if not len(COLUMNS_BEFORE_UNDO) <= len(older) < len(METRICS_COLUMNS) or older != list(
+                METRICS_COLUMNS[:len(older)]):
             return
         rows = list(reader)
     text = io.StringIO()
     writer = csv.DictWriter(text, METRICS_COLUMNS)
     writer.writeheader()
-    writer.writerows({**row, **_AS_BEFORE_UNDO} for row in rows)
+    writer.writerows({**_AS_BEFORE, **row} for row in rows)
     with atomic_write(path) as f:  # a crash leaves the old file whole, never half of the new one
         f.write(text.getvalue().encode())

@@ -19,6 +19,14 @@ REWARD_CENTRES: tuple[RewardCentre, ...] = ("mean", "median", "lower")
 DEFAULT_REWARD_CENTRE: RewardCentre = "mean"
 
 
+def centre_gap(member_rewards: np.ndarray) -> np.ndarray:
+    """Each member's (mean - median) / std of ``member_rewards`` ``(N, M)``: how much a mean-centred reward charges
+    (above 0) or pays (below 0) the typical frame, in standard deviations; 0 for a flat member."""
+    raw = np.asarray(member_rewards, dtype=np.float64).reshape(len(member_rewards), -1)
+    std = raw.std(axis=0)
+    return np.where(std > MIN_STD, (raw.mean(axis=0) - np.median(raw, axis=0)) / np.where(std > 0, std, 1.0), 0.0)
+
+
 @dataclass(frozen=True)
 class RewardNormaliser:
     """Each ensemble member's ``(raw - centre) / std``, averaged over members, times ``scale``.

@@ -46,18 +46,21 @@ def test_labels_of_other_clips_are_refused_at_construction(tmp_path):
 
 
 def test_resume_continues_labels_network_optimiser_and_numbering(tmp_path):
-    with HumanPreferencesEnvWrapper(FakePixelEnv(), log_dir=str(tmp_path), **FAST) as env:
+    # Room for every label: on a loaded machine the env labels thousands of pairs before the network has trained
+    # 8 steps, and evicting the oldest would take the first run's pairs out of the databases this test compares.
+    keep_all = {**FAST, "max_prefs_in_db": 1_000_000}
+    with HumanPreferencesEnvWrapper(FakePixelEnv(), log_dir=str(tmp_path), **keep_all) as env:
         step_until(env, lambda: env.using_reward_from_predictor and env.stats()["training_steps"] >= 8)
     first_step = env.stats()["training_steps"]
-    buffer, first_labels = saved_labels(tmp_path)
+    buffer, first_labels = saved_labels(tmp_path, keep_all["max_prefs_in_db"])
     first_ids, first_train, first_val = buffer.segment_ids, list(buffer.train_db.prefs), list(buffer.val_db.prefs)
 
-    with HumanPreferencesEnvWrapper(FakePixelEnv(), log_dir=str(tmp_path), resume=True, **FAST) as env:
+    with HumanPreferencesEnvWrapper(FakePixelEnv(), log_dir=str(tmp_path), resume=True, **keep_all) as env:
         # The run's own network from the first step on, at the step it stopped (close() checkpoints it).
         assert env.using_reward_from_predictor and env.stats()["predictor_training_step"] == first_step
         assert env.stats()["run_labels"] == buffer.n_received
         step_until(env, lambda: env.stats()["prefs_received"] >= 20 and env.stats()["training_steps"] >= 4)
-    buffer, labels = saved_labels(tmp_path)
+    buffer, labels = saved_labels(tmp_path, keep_all["max_prefs_in_db"])
     # Each database goes on where it stopped: the first run's pairs, then the new ones.
     assert list(buffer.train_db.prefs)[:len(first_train)] == first_train
     assert list(buffer.val_db.prefs)[:len(first_val)] == first_val

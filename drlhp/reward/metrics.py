@@ -90,9 +90,8 @@ def add_new_columns(path: str) -> None:
         return
     with open(path, newline="") as f:
         reader = csv.DictReader(f)
-        older = reader.fieldnames or []
-        if not len(COLUMNS_BEFORE_UNDO) <= len(older) < len(METRICS_COLUMNS) or older != list(
-                METRICS_COLUMNS[:len(older)]):
+        older_headers = [list(METRICS_COLUMNS[:n]) for n in range(len(COLUMNS_BEFORE_UNDO), len(METRICS_COLUMNS))]
+        if reader.fieldnames not in older_headers:
             return
         rows = list(reader)
     text = io.StringIO()

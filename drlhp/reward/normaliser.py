@@ -16,7 +16,7 @@ MIN_STD = 1e-4
 #: the lower of the two (an ordinary frame never earns below 0, so ending an episode sooner never pays by itself).
 RewardCentre = Literal["mean", "median", "lower"]
 REWARD_CENTRES: tuple[RewardCentre, ...] = ("mean", "median", "lower")
-DEFAULT_REWARD_CENTRE: RewardCentre = "mean"
+DEFAULT_REWARD_CENTRE: RewardCentre = "lower"
 
 
 def centre_gap(member_rewards: np.ndarray) -> np.ndarray:

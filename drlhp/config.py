@@ -169,10 +169,9 @@ class PreferenceConfig:
             as in a game whose score rarely moves). Where rare frames earn much more than the
             rest (points in Breakout), the mean lies above the typical frame, so mean-centring
             makes a typical frame cost reward, and an agent whose episode ends at a lost life is
-            paid to end it sooner; the median keeps a longer life from costing. ``"lower"``: the
-            lower of the two, so a typical frame never costs (at the end of the runs measured: the
-            median on Breakout, the mean on Pong and MovingDot; on Breakout and Pong, the centre
-            of the faster of the two runs).
+            paid to end it sooner; the median keeps a longer life from costing. ``"lower"`` (the
+            default): the lower of the two, so a typical frame never costs; it takes the median on
+            Breakout and the mean on Pong (docs/results.md, "Defaults").
         labeller: your own labeller (see ``drlhp.labellers.Labeller``) instead of the
             built-in ones; it must be picklable, as it runs in the interface process.
         display_zoom: whole-number zoom of the clips shown to a person (None: ~336 px tall).

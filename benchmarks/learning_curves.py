@@ -6,7 +6,8 @@ log_dir: ``<out>/drlhp`` and ``<out>/true_reward``; ``--side-by-side`` runs them
 (slower each, but a stop leaves both curves at about the same agent step). Both write ``learning_curve.csv``
 (a row per finished
 episode: agent steps, the env's true return, labels used, wall time) and save their agent as they go, so
-``--resume`` continues both after a stop (a finished run is skipped). Then the two curves are merged into
+``--resume`` continues both after a stop (a finished run is skipped; SIGTERM to this script stops both
+cleanly, each saving its agent first). Then the two curves are merged into
 ``<out>/learning_curves.csv`` (run, agent_steps, true_episode_return, labels, wall_time_s, ...) and drawn into
 ``<out>/learning_curves.png``: the true episode return (mean of the last ``--smooth`` episodes) against agent
 steps, with the labels the drlhp run had used by then on a twin axis. drlhp's warm-up (a random policy plays
@@ -27,8 +28,10 @@ Any argument this script does not know goes to the example (e.g. ``--seed 1 --n-
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -121,23 +124,35 @@ def example_command(args: argparse.Namespace, example_args: list[str], run: str,
 
 
 def run_commands(commands: dict[str, list]) -> None:
-    """Run the commands at the same time, print each one's wall time as it ends; exit if one failed."""
+    """Run the commands at the same time, print each one's wall time as it ends; exit if one failed.
+    A SIGTERM goes on to the runs, which stop cleanly (their agent saved) for ``--resume``."""
     start = time.monotonic()
     runs = {}
+
+    def forward(signum: int, frame) -> None:
+        for pid in list(runs):
+            with contextlib.suppress(ProcessLookupError):  # it ended just now
+                os.kill(pid, signum)
+
+    signal.signal(signal.SIGTERM, forward)
     for run, cmd in commands.items():
         print(f"== {run}: {' '.join(cmd)}", flush=True)
         runs[subprocess.Popen(cmd).pid] = run
-    failed = []
+    failed, stopped = [], []
     while runs:
         pid, status = os.wait()
         if pid not in runs:
             continue
         run, returncode = runs.pop(pid), os.waitstatus_to_exitcode(status)
         print(f"== {run}: wall time {time.monotonic() - start:.0f} s (exit code {returncode})", flush=True)
-        if returncode != 0:
+        if returncode == 128 + signal.SIGTERM:
+            stopped.append(f"the {run} run was stopped by SIGTERM, its agent saved")
+        elif returncode != 0:
             failed.append(f"the {run} run failed (exit code {returncode})")
     if failed:
-        sys.exit(f"error: {'; '.join(failed)}; fix the cause, then go on with --resume")
+        sys.exit(f"error: {'; '.join(failed + stopped)}; fix the cause, then go on with --resume")
+    if stopped:
+        sys.exit(f"{'; '.join(stopped)}: go on with --resume")
 
 
 def finished(log_dir: str, total_timesteps: int | None) -> bool:

@@ -5,16 +5,20 @@ The envs are an SB3 VecEnv of ``--n-envs`` envs; one drlhp pipeline (two backgro
 processes, one database, one reward network) serves them all.
 
 A run lives in its log_dir: drlhp's labels and reward network, the agent (``agent/agent.pt``, every
-``--save-every`` agent steps and at the end) and the learning curve (``learning_curve.csv``, a row per
-finished episode). ``--resume --log-dir DIR`` goes on with all of them where they were."""
+``--save-every`` agent steps, at the end, and when stopped by SIGTERM) and the learning curve
+(``learning_curve.csv``, a row per finished episode). ``--resume --log-dir DIR`` goes on with all of them where
+they were."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import os
 import shlex
 import shutil
+import signal
 import sys
+import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -134,10 +138,11 @@ def train_from_preferences(venv: VecEnv, args: Args, make_agent: Callable[[VecEn
     if session is None:
         venv.close()
         return
-    if args.true_reward:
-        train_on_true_reward(venv, args, make_agent, session)
-    else:
-        train_on_predicted_reward(venv, args, make_agent, session)
+    with session.sigterm.installed():
+        if args.true_reward:
+            train_on_true_reward(venv, args, make_agent, session)
+        else:
+            train_on_predicted_reward(venv, args, make_agent, session)
 
 
 def train_on_true_reward(venv: VecEnv, args: Args, make_agent: Callable[[VecEnv, int], BaseAlgorithm],
@@ -209,6 +214,35 @@ class RunDirError(ValueError):
     """The log_dir does not fit the command: resuming what is not there, or starting over an earlier run."""
 
 
+class Sigterm:
+    """SIGTERM (``kill``, a cluster scheduler's notice) stops a run cleanly: while the agent learns, it is saved at
+    the next rollout's start (a few seconds on), so that ``--resume`` loses no step, and the run stops there;
+    before the agent learns, or at a second SIGTERM, it stops at once. Either way drlhp closes: its processes
+    stop and its labels are saved. The process exits with status 143 (128 + SIGTERM), as if killed."""
+
+    def __init__(self) -> None:
+        self.received = False
+        self.agent_learning = False
+
+    def __call__(self, signum: int, frame) -> None:
+        if self.received or not self.agent_learning:
+            raise SystemExit(128 + signum)
+        self.received = True
+
+    @contextlib.contextmanager
+    def installed(self):
+        """This handler for SIGTERM within the block (only the main thread can set one: elsewhere SIGTERM kills
+        as before)."""
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        previous = signal.signal(signal.SIGTERM, self)
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+
+
 @dataclass
 class Session:
     """One process of a run. A run resumed after a kill is a new session of the same run."""
@@ -218,6 +252,7 @@ class Session:
     settings: dict  # what a later resume must share with this one's agent checkpoint
     agent_state: dict | None  # the agent checkpoint to go on from; None: the agent starts afresh
     started: float = field(default_factory=time.monotonic)
+    sigterm: Sigterm = field(default_factory=Sigterm)
 
     @property
     def start_step(self) -> int:
@@ -299,15 +334,21 @@ def learn(agent: BaseAlgorithm, args: Args, session: Session, wrapped: HumanPref
     curve = LearningCurveWriter(session.log_dir, session.run, session.number, session.start_step)
     labels = (lambda: wrapped.stats().run_labels) if wrapped is not None else (lambda: 0)
     logger = TrueReturnLogger(wrapped, args.log_every)
-    callbacks = [logger, LearningCurveLogger(curve, labels, session.wall_time),
-                 AgentCheckpointer(save, args.save_every), *extra_callbacks]
+    checkpointer = AgentCheckpointer(save, args.save_every, session.sigterm)
+    callbacks = [logger, LearningCurveLogger(curve, labels, session.wall_time), checkpointer, *extra_callbacks]
+    session.sigterm.agent_learning = True
     try:
         # reset_num_timesteps=False: SB3 adds num_timesteps back to the steps asked for, so its total (and the
         # schedules' progress, 1 - num_timesteps / total) is the run's, not this session's.
         agent.learn(args.total_timesteps - agent.num_timesteps, callback=callbacks,
                     reset_num_timesteps=session.agent_state is None)
     finally:
+        session.sigterm.agent_learning = False
         curve.close()
+    if checkpointer.stopped_at is not None:
+        print(f"SIGTERM: stopped with the agent saved at step {checkpointer.stopped_at}; go on with:\n"
+              f"    {resume_command(session.log_dir)}", flush=True)
+        raise SystemExit(128 + signal.SIGTERM)
     return logger
 
 
@@ -373,29 +414,36 @@ class LearningCurveLogger(BaseCallback):
 
 
 class AgentCheckpointer(BaseCallback):
-    """Calls ``save()`` every ``save_every`` agent steps, at the start of a rollout, and at the end of training.
+    """Calls ``save()`` every ``save_every`` agent steps, at the start of a rollout, and at the end of training;
+    after a SIGTERM, at the next rollout's start, and then stops training (``stopped_at``: the step saved).
 
     At a rollout's start the weights hold every update of the steps counted so far (SB3 updates after a
     rollout), so a resumed agent continues exactly from there.
     """
 
-    def __init__(self, save: Callable[[], None], save_every: int) -> None:
+    def __init__(self, save: Callable[[], None], save_every: int, sigterm: Sigterm) -> None:
         super().__init__()
-        self.save, self.save_every = save, save_every
+        self.save, self.save_every, self.sigterm = save, save_every, sigterm
+        self.stopped_at: int | None = None
 
     def _on_training_start(self) -> None:
         self._next_save = (self.num_timesteps // self.save_every + 1) * self.save_every if self.save_every else None
 
     def _on_rollout_start(self) -> None:
-        if self._next_save is not None and self.num_timesteps >= self._next_save:
+        if self.sigterm.received:
+            self.save()
+            self.stopped_at = self.num_timesteps
+        elif self._next_save is not None and self.num_timesteps >= self._next_save:
             self.save()
             self._next_save = (self.num_timesteps // self.save_every + 1) * self.save_every
 
     def _on_step(self) -> bool:
-        return True
+        # SB3 asks only after the rollout's first env step, which no update uses and the saved agent does not count.
+        return self.stopped_at is None
 
     def _on_training_end(self) -> None:
-        self.save()
+        if self.stopped_at is None:
+            self.save()
 
 
 def warm_up_reward_predictor(venv: HumanPreferencesVecEnvWrapper, seed: int) -> str:

@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import csv
+import multiprocessing
 import os
+import signal
 import sys
 
 import numpy as np
@@ -11,6 +13,7 @@ import torch
 from stable_baselines3 import PPO
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.vec_env import VecEnvWrapper
 
 import drlhp  # noqa: F401  (registers drlhp/MovingDot-v0)
 from drlhp.learning_curve import LearningCurveWriter, read_learning_curve, read_rows
@@ -101,14 +104,14 @@ def test_a_bad_agent_checkpoint_gives_a_clear_error_and_runs_no_code(tmp_path):
         assert written in str(error.value) and flag in str(error.value)
 
 
-def run_example(log_dir, capsys, monkeypatch, **args) -> tuple[str, list[int]]:
-    """The example's run on 2 MovingDot envs (rollouts of 128 steps); returns its output and the agent steps at
-    which it saved the agent."""
+def run_example(log_dir, capsys, monkeypatch, venv=None, **args) -> tuple[str, list[int]]:
+    """The example's run on 2 MovingDot envs (rollouts of 128 steps; ``venv``: those envs, wrapped); returns its
+    output and the agent steps at which it saved the agent."""
     saved_at = []
     real_save = common.save_agent
     monkeypatch.setattr(common, "save_agent", lambda agent, *a, **kw: (saved_at.append(agent.num_timesteps),
                                                                          real_save(agent, *a, **kw)))
-    venv = make_vec_env(ENV_ID, n_envs=2, seed=0)
+    venv = venv or make_vec_env(ENV_ID, n_envs=2, seed=0)
     common.train_from_preferences(venv, common.Args(n_envs=2, log_dir=str(log_dir), log_every=10**9, **args),
                                   make_agent, ENV_ID)
     return capsys.readouterr().out, saved_at
@@ -220,3 +223,51 @@ def test_a_resumed_drlhp_run_skips_the_warm_up_and_goes_on_with_agent_labels_and
     new_rows = read_rows(str(log_dir / "learning_curve.csv"))[len(first_rows):]
     assert new_rows and {r["session_start_step"] for r in new_rows} == {"256"}
     assert int(new_rows[0]["labels"]) >= int(first_rows[-1]["labels"])  # the run's labels, the resumed ones too
+
+
+
+class SigtermAt(VecEnvWrapper):
+    """Sends this process SIGTERM (as ``kill`` or a cluster scheduler would) at its ``at``-th step."""
+
+    def __init__(self, venv, at: int) -> None:
+        super().__init__(venv)
+        self.at, self.steps = at, 0
+
+    def reset(self):
+        return self.venv.reset()
+
+    def step_wait(self):
+        self.steps += 1
+        if self.steps == self.at:
+            os.kill(os.getpid(), signal.SIGTERM)
+        return self.venv.step_wait()
+
+
+def test_sigterm_saves_the_agent_at_the_next_rollout_and_the_run_resumes_from_there(tmp_path, capsys, monkeypatch):
+    log_dir = tmp_path / "run"
+    before = signal.getsignal(signal.SIGTERM)
+    # Rollouts of 128 agent steps: SIGTERM at agent step 600, mid-rollout, stops the run at the next rollout's
+    # start, 640, with the agent saved there.
+    venv = SigtermAt(make_vec_env(ENV_ID, n_envs=2, seed=0), at=300)
+    with pytest.raises(SystemExit) as stop:
+        run_example(log_dir, capsys, monkeypatch, venv=venv, total_timesteps=1024, save_every=0, true_reward=True)
+    out = capsys.readouterr().out
+    assert stop.value.code == 128 + signal.SIGTERM
+    assert "SIGTERM: stopped with the agent saved at step 640; go on with:" in out
+    assert f"--resume --log-dir {log_dir}" in out.split("SIGTERM")[1]
+    assert load_agent_state(str(log_dir / "agent" / "agent.pt"), SETTINGS)["num_timesteps"] == 640
+    assert signal.getsignal(signal.SIGTERM) is before  # the handler is the run's only
+
+    out, saved_at = run_example(log_dir, capsys, monkeypatch, total_timesteps=1024, save_every=0, true_reward=True,
+                                resume=True)
+    assert "resuming the agent at step 640" in out and saved_at == [1024]
+
+
+def test_sigterm_before_the_agent_learns_stops_at_once_and_closes_drlhp(tmp_path, capsys, monkeypatch):
+    tiny = dict(segment_length=5, n_initial_prefs=8, n_initial_training_steps=4, label_budget=40, ensemble_size=1,
+                pair_selection="random")
+    venv = SigtermAt(make_vec_env(ENV_ID, n_envs=2, seed=0), at=3)  # in the random policy's warm-up
+    with pytest.raises(SystemExit) as stop:
+        run_example(tmp_path / "run", capsys, monkeypatch, venv=venv, total_timesteps=1024, **tiny)
+    assert stop.value.code == 128 + signal.SIGTERM
+    assert multiprocessing.active_children() == []  # drlhp closed: its processes stopped

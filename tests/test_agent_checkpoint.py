@@ -225,7 +225,6 @@ def test_a_resumed_drlhp_run_skips_the_warm_up_and_goes_on_with_agent_labels_and
     assert int(new_rows[0]["labels"]) >= int(first_rows[-1]["labels"])  # the run's labels, the resumed ones too
 
 
-
 class SigtermAt(VecEnvWrapper):
     """Sends this process SIGTERM (as ``kill`` or a cluster scheduler would) at its ``at``-th step."""
 
@@ -256,7 +255,7 @@ def test_sigterm_saves_the_agent_at_the_next_rollout_and_the_run_resumes_from_th
     assert "SIGTERM: stopped with the agent saved at step 640; go on with:" in out
     assert f"--resume --log-dir {log_dir}" in out.split("SIGTERM")[1]
     assert load_agent_state(str(log_dir / "agent" / "agent.pt"), SETTINGS)["num_timesteps"] == 640
-    assert signal.getsignal(signal.SIGTERM) is before  # the handler is the run's only
+    assert signal.getsignal(signal.SIGTERM) is before  # the run's handler went with it
 
     out, saved_at = run_example(log_dir, capsys, monkeypatch, total_timesteps=1024, save_every=0, true_reward=True,
                                 resume=True)

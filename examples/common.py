@@ -220,13 +220,15 @@ class Sigterm:
     before the agent learns, or at a second SIGTERM, it stops at once. Either way drlhp closes: its processes
     stop and its labels are saved. The process exits with status 143 (128 + SIGTERM), as if killed."""
 
+    EXIT_STATUS = 128 + signal.SIGTERM
+
     def __init__(self) -> None:
         self.received = False
         self.agent_learning = False
 
     def __call__(self, signum: int, frame) -> None:
         if self.received or not self.agent_learning:
-            raise SystemExit(128 + signum)
+            raise SystemExit(self.EXIT_STATUS)
         self.received = True
 
     @contextlib.contextmanager
@@ -348,7 +350,7 @@ def learn(agent: BaseAlgorithm, args: Args, session: Session, wrapped: HumanPref
     if checkpointer.stopped_at is not None:
         print(f"SIGTERM: stopped with the agent saved at step {checkpointer.stopped_at}; go on with:\n"
               f"    {resume_command(session.log_dir)}", flush=True)
-        raise SystemExit(128 + signal.SIGTERM)
+        raise SystemExit(Sigterm.EXIT_STATUS)
     return logger
 
 

@@ -198,7 +198,7 @@ class PreferenceConfig:
             labels reach disk only through ``save_prefs()``.
         ckpt_poll_interval: seconds between cheap checks for a newer checkpoint (env process and interface).
         close_timeout: seconds ``close()`` waits for the trainer to save and exit before
-            terminating it.
+            killing it.
         log_level: logging level of drlhp's processes.
         tensorboard_log: write the reward model's scalars (train/val loss and accuracy, labels,
             pairs/s, the raw reward's centre and std) at each checkpoint to a new run

@@ -143,6 +143,45 @@ def test_children_save_labels_and_exit_when_the_main_process_dies(tmp_path):
         assert env.stats()["run_labels"] >= 10
 
 
+def test_workers_outlive_a_sigterm_to_the_process_group_so_the_main_process_stops_cleanly(tmp_path):
+    # A job scheduler (Slurm's scancel) or a terminal signals every process of the job. The main process
+    # handles SIGTERM as the examples do (finish the step, save, close); its workers must still be alive then.
+    script = textwrap.dedent(f"""
+        import signal, sys, threading
+        sys.path.insert(0, {os.path.dirname(__file__)!r})
+        from conftest import FakePixelEnv, FAST, step_until
+        from drlhp import HumanPreferencesEnvWrapper
+        if __name__ == "__main__":
+            env = HumanPreferencesEnvWrapper(FakePixelEnv(), log_dir={str(tmp_path)!r}, **FAST)
+            sigterm = threading.Event()
+            signal.signal(signal.SIGTERM, lambda *_: sigterm.set())
+            step_until(env, lambda: env.stats()["prefs_received"] >= 5)
+            print(" ".join(str(p.pid) for p in env.pipeline.processes.values()), flush=True)
+            step_until(env, sigterm.is_set)
+            received = env.stats()["prefs_received"]
+            step_until(env, lambda: env.stats()["prefs_received"] >= received + 3)  # the interface is alive
+            env.save_prefs()  # and so is the trainer
+            env.close()
+            print(env.stats()["prefs_received"], flush=True)
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    try:
+        pids = [int(p) for p in proc.stdout.readline().split()]
+        assert len(pids) == 2, proc.communicate(timeout=60)[1]
+        os.killpg(proc.pid, signal.SIGTERM)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+    assert proc.returncode == 0, err
+    for pid in pids:
+        assert not os.path.exists(f"/proc/{pid}"), "a worker outlived the script"
+    saved = PrefDB.load(str(tmp_path / "train.pkl.gz")), PrefDB.load(str(tmp_path / "val.pkl.gz"))
+    assert sum(len(db) for db in saved) >= int(out) >= 8
+
+
 @pytest.mark.parametrize("ending", ["", "raise RuntimeError('the script failed')"])
 def test_a_script_that_ends_without_close_exits_and_keeps_its_labels(tmp_path, ending):
     # Before the exit handler, __del__ closed the pipeline during interpreter shutdown and hung for ever.

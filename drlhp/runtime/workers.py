@@ -1,7 +1,8 @@
 """The run's two background processes -- the reward trainer and (when collecting) the preference interface:
 started, watched on every step, asked to save, stopped.
 
-Every worker runs ``_worker_main``: it ignores Ctrl-C (the main process decides when to stop), stops by
+Every worker runs ``_worker_main``: it ignores Ctrl-C and SIGTERM, which a terminal or a job scheduler sends
+to the whole process group (the main process decides when to stop: the examples save the agent first), stops by
 itself if the main process dies (the trainer saving unsaved labels first; at most ``PARENT_DEATH_GRACE_S``
 later it exits regardless), and sends any exception with its traceback on the error queue before exiting.
 The main process notices a dead worker through its process sentinel, so a worker killed by a signal is
@@ -217,17 +218,14 @@ class Workers:
             raise WorkerError(error)
 
     def _stop(self, name: str, timeout: float) -> None:
-        """Wait up to ``timeout`` s for a worker that was asked to stop; then terminate, then kill."""
+        """Wait up to ``timeout`` s for a worker that was asked to stop; then kill it (it ignores SIGTERM)."""
         proc = self._procs.get(name)
         if proc is None:
             return
         self._watched.pop(proc.sentinel, None)
         proc.join(timeout)
         if proc.is_alive():
-            log.warning("drlhp %s process did not stop within %.0f s; terminating it", name, timeout)
-            proc.terminate()
-            proc.join(2)
-        if proc.is_alive():
+            log.warning("drlhp %s process did not stop within %.0f s; killing it", name, timeout)
             proc.kill()
             proc.join(2)
 
@@ -258,7 +256,8 @@ def _close_at_exit(workers: weakref.ref) -> Callable[[], None]:
 
 # -- inside a worker process ------------------------------------------------------------------
 def _worker_main(name: str, target: Callable, args: tuple, error_queue, log_level: int, stop: StopFlag) -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for stop_signal in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(stop_signal, signal.SIG_IGN)
     logging.basicConfig(level=log_level, format=f"%(asctime)s drlhp[{name}] %(levelname)s %(message)s")
     logging.getLogger("drlhp").setLevel(log_level)
     _stop_when_parent_dies(stop)

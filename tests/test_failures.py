@@ -164,18 +164,20 @@ def test_workers_outlive_a_sigterm_to_the_process_group_so_the_main_process_stop
             env.close()
             print(env.stats()["prefs_received"], flush=True)
     """)
-    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)
+    stderr = tmp_path / "stderr.txt"  # a file, not a pipe: the workers' logging must never block on it
+    with open(stderr, "w") as err:
+        proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=err, text=True,
+                                start_new_session=True)
     try:
         pids = [int(p) for p in proc.stdout.readline().split()]
-        assert len(pids) == 2, proc.communicate(timeout=60)[1]
+        assert len(pids) == 2, stderr.read_text()
         os.killpg(proc.pid, signal.SIGTERM)
-        out, err = proc.communicate(timeout=120)
+        out = proc.communicate(timeout=120)[0]
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.communicate()
-    assert proc.returncode == 0, err
+    assert proc.returncode == 0, stderr.read_text()
     for pid in pids:
         assert not os.path.exists(f"/proc/{pid}"), "a worker outlived the script"
     saved = PrefDB.load(str(tmp_path / "train.pkl.gz")), PrefDB.load(str(tmp_path / "val.pkl.gz"))

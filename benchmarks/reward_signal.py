@@ -20,6 +20,14 @@ six agents of a true-reward PPO run at seed 0, from 50k to 1M agent steps), so s
     drlhp train-reward lab6_early --log-dir rs_atari_bn --arch atari --batchnorm --ensemble-size 1 --steps 1000
     python benchmarks/reward_signal.py measure rs_atari_bn rs_other --policies benchmarks/results/pong/policies/eval
 
+Also committed: the last reward checkpoints of four Pong runs with the defaults
+(``benchmarks/results/pong/reward_checkpoints/``) and their final agents' play (``policies/drlhp_final/``,
+recorded as in step 1, each run's ``agent/agent.pt`` copied as ``agent_1000000.pt``), to measure rewards where
+those agents stopped, beyond the best agent of ``policies/eval``:
+
+    python benchmarks/reward_signal.py measure benchmarks/results/pong/reward_checkpoints/*.ckpt \
+        --policies benchmarks/results/pong/policies/drlhp_final --blank-rows 9 --per-policy
+
 ``measure`` plays nothing: it predicts the reward of every recorded step and compares it with the true
 reward, per policy and over all of them:
 
@@ -447,10 +455,22 @@ def centres(run_dir: str, n_clips: int, seed: int) -> None:
 COLUMNS = ("r_disc", "r_100", "r_25", "rho_1", "r_episode", "policy_rho", "noise", "scale_disc", "typical")
 
 
-def print_table(rows: dict[str, dict[str, float]]) -> None:
-    width = max(len(name) for name in rows)
+def measure_rows(checkpoints: list[str], recordings: list[Recording],
+                 per_policy: bool) -> list[tuple[str, dict[str, float]]]:
+    """A row per checkpoint, each followed by its row per policy if ``per_policy`` (named by the policy alone:
+    rows, not a dict, so that the next checkpoint's rows do not overwrite them)."""
+    rows = []
+    for ckpt in checkpoints:
+        rows.append((ckpt, measure(ckpt, recordings)))
+        if per_policy:
+            rows += [(f"  {rec.name}", {**measure(ckpt, [rec]), "policy_rho": float("nan")}) for rec in recordings]
+    return rows
+
+
+def print_table(rows: list[tuple[str, dict[str, float]]]) -> None:
+    width = max(len(name) for name, _ in rows)
     print(f"{'checkpoint':<{width}}  " + "  ".join(f"{c:>10}" for c in COLUMNS))
-    for name, metrics in rows.items():
+    for name, metrics in rows:
         print(f"{name:<{width}}  " + "  ".join(f"{metrics[c]:>10.3f}" for c in COLUMNS), flush=True)
 
 
@@ -515,13 +535,7 @@ def main() -> None:
         recordings = load_recordings(args.policies, args.blank_rows)
         print("recordings:", ", ".join(f"{r.name} ({r.rewards.sum():+.0f} in {len(r.rewards)} steps)"
                                        for r in recordings))
-        rows = {}
-        for ckpt in args.checkpoints:
-            rows[ckpt] = measure(ckpt, recordings)
-            if args.per_policy:
-                for rec in recordings:
-                    rows[f"  {rec.name}"] = {**measure(ckpt, [rec]), "policy_rho": float("nan")}
-        print_table(rows)
+        print_table(measure_rows(args.checkpoints, recordings, args.per_policy))
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ from reward_signal import (  # noqa: E402
     GAMMA,
     Recording,
     discounted_to_go,
+    measure_rows,
     normalised_to_go,
     ranks,
     signal_metrics,
@@ -95,14 +96,38 @@ def test_the_switch_measure_discounts_the_normalised_reward_as_if_step_by_step()
     assert np.allclose(normalised_to_go(normaliser, raw_to_go, ones_to_go), step_by_step)
 
 
-def test_a_recording_loads_with_its_top_rows_blanked_and_the_rest_as_recorded(tmp_path):
-    rng = np.random.default_rng(0)
+def save_recording(path: str, agent_steps: int = 7) -> np.ndarray:
+    """A 6-step recording of 8x8 frames stacked by 2, as ``record`` writes it; returns its newest frames."""
+    rng = np.random.default_rng(agent_steps)
     newest = rng.integers(1, 256, size=(6, 8, 8), dtype=np.uint8)
     first = rng.integers(1, 256, size=(1, 8, 8, 2), dtype=np.uint8)
-    path = str(tmp_path / "agent_7.npz")
     np.savez_compressed(path, newest=newest, first_stacks=first, episode_starts=np.array([0]),
-                        rewards=np.zeros(6, np.float32), episodes=np.zeros(6, np.int32), agent_steps=7, seed=0)
+                        rewards=np.zeros(6, np.float32), episodes=np.zeros(6, np.int32), agent_steps=agent_steps,
+                        seed=0)
+    return newest
+
+
+def test_a_recording_loads_with_its_top_rows_blanked_and_the_rest_as_recorded(tmp_path):
+    path = str(tmp_path / "agent_7.npz")
+    newest = save_recording(path)
     as_recorded, blanked = Recording(path), Recording(path, blank_rows=3)
     assert as_recorded.frames[:, :3].all() and not blanked.frames[:, :3].any()
     np.testing.assert_array_equal(blanked.frames[:, 3:], as_recorded.frames[:, 3:])
     np.testing.assert_array_equal(as_recorded.frames[1:, ..., -1], newest[1:])
+
+
+def test_each_checkpoints_rows_per_policy_follow_it_with_its_own_figures(tmp_path, monkeypatch):
+    import reward_signal
+
+    recordings = []
+    for steps in (1, 2):
+        save_recording(str(tmp_path / f"agent_{steps}.npz"), steps)
+        recordings.append(Recording(str(tmp_path / f"agent_{steps}.npz")))
+    # Each "measure" says which checkpoint and recordings it saw: the rows must show where each figure came from.
+    monkeypatch.setattr(reward_signal, "measure", lambda ckpt, recs: {
+        "r_disc": float(ckpt == "b"), "r_episode": float(sum(r.agent_steps for r in recs)), "policy_rho": 1.0})
+    rows = measure_rows(["a", "b"], recordings, per_policy=True)
+    assert [name for name, _ in rows] == ["a", "  agent_1", "  agent_2", "b", "  agent_1", "  agent_2"]
+    assert [m["r_disc"] for _, m in rows] == [0, 0, 0, 1, 1, 1]
+    assert [m["r_episode"] for _, m in rows] == [3, 1, 2, 3, 1, 2]
+    assert [name for name, _ in measure_rows(["a", "b"], recordings, per_policy=False)] == ["a", "b"]

@@ -457,8 +457,8 @@ COLUMNS = ("r_disc", "r_100", "r_25", "rho_1", "r_episode", "policy_rho", "noise
 
 def measure_rows(checkpoints: list[str], recordings: list[Recording],
                  per_policy: bool) -> list[tuple[str, dict[str, float]]]:
-    """A row per checkpoint, each followed by its row per policy if ``per_policy`` (named by the policy alone:
-    rows, not a dict, so that the next checkpoint's rows do not overwrite them)."""
+    """A row per checkpoint, each followed by its rows per policy if ``per_policy``. A list: the rows per policy
+    have the same names under every checkpoint."""
     rows = []
     for ckpt in checkpoints:
         rows.append((ckpt, measure(ckpt, recordings)))

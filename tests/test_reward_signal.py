@@ -119,10 +119,10 @@ def test_a_recording_loads_with_its_top_rows_blanked_and_the_rest_as_recorded(tm
 def test_each_checkpoints_rows_per_policy_follow_it_with_its_own_figures(tmp_path, monkeypatch):
     import reward_signal
 
-    recordings = []
-    for steps in (1, 2):
-        save_recording(str(tmp_path / f"agent_{steps}.npz"), steps)
-        recordings.append(Recording(str(tmp_path / f"agent_{steps}.npz")))
+    paths = [str(tmp_path / f"agent_{steps}.npz") for steps in (1, 2)]
+    for steps, path in enumerate(paths, 1):
+        save_recording(path, steps)
+    recordings = [Recording(path) for path in paths]
     # Each "measure" says which checkpoint and recordings it saw: the rows must show where each figure came from.
     monkeypatch.setattr(reward_signal, "measure", lambda ckpt, recs: {
         "r_disc": float(ckpt == "b"), "r_episode": float(sum(r.agent_steps for r in recs)), "policy_rho": 1.0})

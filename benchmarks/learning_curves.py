@@ -20,6 +20,13 @@ until the reward predictor is ready) is not counted in agent steps, but it is in
     python benchmarks/learning_curves.py --example pong --out lc_pong_new \
         --baseline benchmarks/results/pong/learning_curves.csv                     # only drlhp, against a kept curve
 
+``--record benchmarks/results`` writes a run record for each finished run (``benchmarks/run_records.py``):
+``benchmarks/results/<example>/<arm>_seed<seed>[_<labels>labels][_<what the command changed>]/`` with the run's
+curve, its reward-training metrics and ``run.json`` (the command and commit from ``<out>/launch.json``, which this
+script writes when it starts the runs, drlhp's settings from the agent checkpoint, the wall time, the labels).
+A run is recorded once (``<log_dir>/recorded_as`` remembers where); ``--plot-only --record`` records runs after
+the fact.
+
 ``--baseline`` takes the true-reward curve from a merged CSV this script wrote before (same example, seed and
 settings) instead of running it again: a new drlhp setting is compared with the same baseline, an hour sooner.
 
@@ -30,25 +37,34 @@ from __future__ import annotations
 import argparse
 import contextlib
 import csv
+import importlib.util
+import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
+from run_records import free_folder, record_name, write_record
 
-from drlhp.cli.learning_curve import curve_from_rows
+from drlhp.cli.learning_curve import current_rows, curve_from_rows, read_rows
 from drlhp.learning_curve import read_learning_curve
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLES = {"moving_dot": "moving_dot_ppo.py", "moving_dot_random_target": "moving_dot_random_target_ppo.py",
-            "pong": "pong_ppo.py", "breakout": "breakout_ppo.py"}
+            "pong": "pong_ppo.py", "breakout": "breakout_ppo.py", "seaquest": "seaquest_ppo.py"}
 TASKS = {"moving_dot": "MovingDot", "moving_dot_random_target": "MovingDot, target at random", "pong": "Pong",
-         "breakout": "Breakout"}
+         "breakout": "Breakout", "seaquest": "Seaquest"}
 RUNS = ("drlhp", "true_reward")
 MERGED_COLUMNS = ("run", "agent_steps", "true_episode_return", "labels", "wall_time_s", "episode_length", "session")
 CONTROLLED = ("--log-dir", "--true-reward", "--resume")  # this script sets them per run
+#: Example arguments that leave a run on drlhp's defaults: how many labels, which seed, how often to print and save.
+DEFAULTS_KEEP = ("--label-budget", "--seed", "--log-every", "--save-every", "--keep-agents")
+LAUNCH_FILE = "launch.json"
+RECORDED_AS = "recorded_as"
 
 
 def parse_args() -> tuple[argparse.Namespace, list[str]]:
@@ -65,6 +81,9 @@ def parse_args() -> tuple[argparse.Namespace, list[str]]:
     parser.add_argument("--baseline", help="a merged learning_curves.csv: take the true-reward run from it, run "
                                            "only drlhp")
     parser.add_argument("--smooth", type=int, default=20, help="episodes in the moving mean drawn (default: 20)")
+    parser.add_argument("--record", metavar="RESULTS",
+                        help="write a run record of each finished run under RESULTS/<example>/ (e.g. "
+                             "benchmarks/results)")
     parser.add_argument("--random-return", type=float,
                         help="a random policy's return (Pong: -21): also print drlhp's improvement over it as a "
                              "share of the true-reward run's, at the last step both runs reached")
@@ -76,6 +95,8 @@ def parse_args() -> tuple[argparse.Namespace, list[str]]:
         parser.error(f"--baseline {args.baseline}: no such file (a learning_curves.csv this script wrote)")
     if not args.plot_only and args.example is None:
         parser.error("--example is needed to run (or pass --plot-only to draw runs already in --out)")
+    if args.record and args.example is None:
+        parser.error("--record needs --example: the record names the example that ran")
     return args, example_args
 
 
@@ -90,6 +111,8 @@ def main() -> None:
                      "redraw them, or choose a new --out")
         commands = {run: example_command(args, example_args, run, log_dir) for run, log_dir in log_dirs.items()}
         commands = {run: cmd for run, cmd in commands.items() if cmd is not None}
+        if commands:
+            note_launch(args.out)
         if args.side_by_side:
             run_commands(commands)
         else:
@@ -105,6 +128,9 @@ def main() -> None:
     print(f"wrote {write_merged(curves, os.path.join(args.out, 'learning_curves.csv'))}")
     task = TASKS.get(args.example, os.path.basename(os.path.normpath(args.out)))
     print(f"wrote {draw(curves, os.path.join(args.out, 'learning_curves.png'), args.smooth, task)}")
+    if args.record:
+        for run, log_dir in log_dirs.items():
+            record(args, example_args, run, log_dir)
 
 
 def example_command(args: argparse.Namespace, example_args: list[str], run: str, log_dir: str) -> list | None:
@@ -188,6 +214,93 @@ def summarise(curves: dict, window: int, random_return: float | None) -> None:
         ratio = (at["drlhp"] - random_return) / (at["true_reward"] - random_return)
         print(f"drlhp's improvement over the random policy's {random_return:g}, as a share of the true-reward "
               f"run's, at {common} agent steps: {ratio:.2f}")
+
+
+def note_launch(out: str) -> None:
+    """Keep in ``<out>/launch.json`` the command and commit that started the runs (``launches[0]``) and each that
+    resumed them: what a run record says made it."""
+    os.makedirs(out, exist_ok=True)
+    path = os.path.join(out, LAUNCH_FILE)
+    launches = json.loads(Path(path).read_text())["launches"] if os.path.exists(path) else []
+    launches.append({"command": shlex.join(["python", os.path.relpath(sys.argv[0], ROOT), *sys.argv[1:]]),
+                     "commit": git_commit(), "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+    Path(path).write_text(json.dumps({"launches": launches}, indent=1) + "\n")
+
+
+def git_commit() -> str:
+    """HEAD's commit, with ``+changes`` when tracked files differ from it (the code that ran was not HEAD's)."""
+    def git(*cmd: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["git", "-C", ROOT, *cmd], capture_output=True, text=True)
+
+    head = git("rev-parse", "HEAD")
+    if head.returncode != 0:
+        return "unknown (not a git checkout)"
+    return head.stdout.strip() + ("+changes" if git("diff", "--quiet", "HEAD").returncode else "")
+
+
+def record(args: argparse.Namespace, example_args: list[str], run: str, log_dir: str) -> None:
+    """Write ``log_dir``'s run record under ``args.record`` if the run is finished and not recorded yet."""
+    marker = os.path.join(log_dir, RECORDED_AS)
+    if os.path.exists(marker):
+        print(f"== {run}: recorded before, in {Path(marker).read_text().strip()}")
+        return
+    if not finished(log_dir, args.total_timesteps):
+        print(f"== {run}: not finished, not recorded")
+        return
+    from agent_checkpoint import agent_checkpoint_path, load_agent_state
+
+    state = load_agent_state(agent_checkpoint_path(log_dir))
+    launch_path = os.path.join(args.out, LAUNCH_FILE)
+    if not os.path.exists(launch_path):
+        sys.exit(f"error: {launch_path} is missing: without it the record cannot say which command and commit "
+                 "made the run")
+    launches = json.loads(Path(launch_path).read_text())["launches"]
+    rows = current_rows(read_rows(os.path.join(log_dir, "learning_curve.csv")))
+    changes = changed_defaults(example_args)
+    variant = "-".join(c.lstrip("-").replace("=", "-").replace(" ", "-") for c in changes) or "defaults"
+    drlhp = run == "drlhp"
+    name = record_name(run, state["args"]["seed"], state["args"]["label_budget"], variant)
+    folder = write_record(free_folder(Path(args.record) / args.example, name), {
+        "game": state["settings"]["env"], "task": args.example, "arm": run, "seed": state["args"]["seed"],
+        "label_budget": state["args"]["label_budget"] if drlhp else None,
+        "labels": int(rows[-1]["labels"]) if drlhp else None, "agent_steps": state["num_timesteps"],
+        "defaults": not changes, "variant": variant,
+        "description": f"the command adds {' '.join(changes)}" if changes else
+        "today's defaults: the command sets only the label budget, the seed and the length",
+        "commit": launches[0]["commit"], "command": launches[0]["command"],
+        "settings": {"example": state["args"], "drlhp": drlhp_settings(state) if drlhp else None},
+        "wall_time_s": float(rows[-1]["wall_time_s"]), "date": time.strftime("%Y-%m-%d", time.gmtime()),
+        "reconstructed": False,
+        "notes": "; ".join(f"resumed at {la['started']} by {la['command']} (commit {la['commit']})"
+                           for la in launches[1:]),
+    }, rows, os.path.join(log_dir, "reward_training_metrics.csv") if drlhp else None)
+    Path(marker).write_text(f"{folder}\n")
+    print(f"== {run}: recorded in {folder}")
+
+
+def drlhp_settings(agent_state: dict) -> dict:
+    """drlhp's resolved settings, as the agent checkpoint keeps them; for one written before it kept them,
+    resolved from its arguments by today's code (the examples' ``common``, which this folder's ``common`` shadows)."""
+    if "drlhp_settings" in agent_state:
+        return agent_state["drlhp_settings"]
+    spec = importlib.util.spec_from_file_location("examples_common", os.path.join(ROOT, "examples", "common.py"))
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up while they are made
+    spec.loader.exec_module(module)
+    return module.resolved_drlhp_settings(module.Args(**agent_state["args"]))
+
+
+def changed_defaults(example_args: list[str]) -> list[str]:
+    """The example arguments that change a default of drlhp or of the example, each with its value
+    (``--reward-centre median``)."""
+    changes, i = [], 0
+    while i < len(example_args):
+        arg = example_args[i]
+        takes_value = "=" not in arg and i + 1 < len(example_args) and not example_args[i + 1].startswith("--")
+        if arg.split("=")[0] not in DEFAULTS_KEEP:
+            changes.append(f"{arg} {example_args[i + 1]}" if takes_value else arg)
+        i += 2 if takes_value else 1
+    return changes
 
 
 def read_baseline(path: str) -> dict[str, np.ndarray]:

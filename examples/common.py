@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import json
 import os
 import shlex
 import shutil
@@ -183,6 +184,16 @@ def wrapper_settings(args: Args) -> dict:
     )
 
 
+def resolved_drlhp_settings(args: Args) -> dict:
+    """drlhp's settings of a run with ``args``, every one resolved (the library's defaults filled in), as
+    JSON-able values: what a run record keeps, so that a later change of a default cannot blur what ran."""
+    settings = dataclasses.asdict(PreferenceConfig(**wrapper_settings(args)))
+    settings.pop("log_dir")
+    # Strict JSON has no inf (a perfectly rational teacher's beta): such a float is kept as its name.
+    return json.loads(json.dumps(settings, default=str),
+                      parse_constant=lambda name: name.lower().replace("infinity", "inf"))
+
+
 def train_on_predicted_reward(venv: VecEnv, args: Args, make_agent: Callable[[VecEnv, int], BaseAlgorithm],
                               session: Session) -> None:
     """drlhp: the agent learns from the reward predicted by a network trained on labelled pairs of clips."""
@@ -328,6 +339,7 @@ def learn(agent: BaseAlgorithm, args: Args, session: Session, wrapped: HumanPref
     def save() -> None:
         extra = {"wall_time_s": session.wall_time(), "args": dataclasses.asdict(args)}
         if wrapped is not None:
+            extra["drlhp_settings"] = resolved_drlhp_settings(args)
             extra["label_clock_env_steps"] = wrapped.stats().env_steps  # started at label_clock_start
         save_agent(agent, ckpt, args.total_timesteps, session.settings, **extra)
         if args.keep_agents:

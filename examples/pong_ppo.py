@@ -38,7 +38,7 @@ ATARI_DEFAULTS = dict(total_timesteps=10_000_000, n_initial_prefs=500, n_initial
 #: reward network nor a person judges a clip by its digits; the play starts below them. The Pong run with them
 #: blanked kept pace with the true reward's until 900k steps and had the least noisy reward measured
 #: (docs/results.md, "The score on the screen").
-SCORE_ROWS = {"PongNoFrameskip-v4": 9, "BreakoutNoFrameskip-v4": 6}
+SCORE_ROWS = {"PongNoFrameskip-v4": 9, "BreakoutNoFrameskip-v4": 6, "SeaquestNoFrameskip-v4": 12}
 
 
 class BlankScore(gymnasium.ObservationWrapper):

@@ -20,12 +20,13 @@ six agents of a true-reward PPO run at seed 0, from 50k to 1M agent steps), so s
     drlhp train-reward lab6_early --log-dir rs_atari_bn --arch atari --batchnorm --ensemble-size 1 --steps 1000
     python benchmarks/reward_signal.py measure rs_atari_bn rs_other --policies benchmarks/results/pong/policies/eval
 
-Also committed: the last reward checkpoints of four Pong runs with the defaults
-(``benchmarks/results/pong/reward_checkpoints/``) and their final agents' play (``policies/drlhp_final/``,
-recorded as in step 1, each run's ``agent/agent.pt`` copied as ``agent_1000000.pt``), to measure rewards where
-those agents stopped, beyond the best agent of ``policies/eval``:
+Also committed: the last reward checkpoints of four Pong runs with the defaults (``reward_predictor.ckpt`` in
+their run records: ``benchmarks/results/pong/drlhp_seed0_3000labels``, ``_2``, ``_3`` and
+``drlhp_seed0_1000labels_250-initial``) and their final agents' play (``policies/drlhp_final/``, recorded as in
+step 1, each run's ``agent/agent.pt`` copied as ``agent_1000000.pt``), to measure rewards where those agents
+stopped, beyond the best agent of ``policies/eval``:
 
-    python benchmarks/reward_signal.py measure benchmarks/results/pong/reward_checkpoints/*.ckpt \
+    python benchmarks/reward_signal.py measure benchmarks/results/pong/*/reward_predictor.ckpt \
         --policies benchmarks/results/pong/policies/drlhp_final --blank-rows 9 --per-policy
 
 ``measure`` plays nothing: it predicts the reward of every recorded step and compares it with the true

@@ -1,0 +1,335 @@
+"""The results page's tables and figures, from the run records (``benchmarks/run_records.py``) alone.
+
+Each run's score is the mean true return of its last 20 episodes at or before the task's step (Atari: 1M agent
+steps), normalised per task as (score - random) / (mean true-reward score over that task's runs - random): 1.0 is
+the true reward's mean, 0.0 a random policy. Per task and arm: the interquartile mean (IQM) of the runs' normalised
+scores and its 95 % stratified bootstrap interval (Agarwal et al., NeurIPS 2021, with their ``rliable``); over the
+Atari games the same, with each game's runs of one seed averaged (a seed is a row, a game a column: the bootstrap
+resamples seeds within each game) over the seeds that every game has in both arms.
+
+    pip install -e ".[benchmarks]"
+    python benchmarks/results_report.py                 # print the tables
+    python benchmarks/results_report.py --write-docs    # into docs/results.md and the README; docs/images/results-*
+    python benchmarks/results_report.py --check         # exit 1 if the pages' tables are not the records'
+
+Only runs with today's defaults (``defaults`` in run.json) and at most the task's label budget enter the first
+tables; every other run is a lever tried, listed in the levers table with its normalised score.
+"""
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from run_records import ROOT, Record, read_records
+
+DOCS = ROOT / "docs" / "results.md"
+PAGES = (DOCS, ROOT / "README.md")  # the pages with generated blocks: <!-- report:NAME --> ... <!-- /report -->
+IMAGES = ROOT / "docs" / "images"
+WINDOW = 20  # episodes in a score
+REPS = 2000  # bootstrap resamples: the intervals' second decimal is stable at this many
+SEED = 0  # of the bootstrap: the same records print the same intervals
+
+
+@dataclass(frozen=True)
+class Task:
+    title: str
+    family: str  # "atari" or "movingdot": one table each
+    step: int  # agent steps at which runs are scored
+    random_return: float  # a random policy's true return: 0 on the normalised scale
+    random_source: str
+    label_budget: int  # the most labels a run of the main table may use
+
+
+TASKS = {
+    "pong": Task("Pong", "atari", 1_000_000, -21.0, "the lowest score: a random policy loses nearly every point",
+                 3000),
+    "breakout": Task("Breakout", "atari", 1_000_000, 1.5, "about 1.5 a game; a drlhp run's warm-up measured 1.4",
+                     3000),
+    "seaquest": Task("Seaquest", "atari", 1_000_000, 68.4, "Mnih et al. (2015), random play", 3000),
+    "moving_dot_random_target": Task("MovingDot, target at random", "movingdot", 300_000, 30.8,
+                                     "30.6-31.1 in the runs' warm-ups", 1000),
+}
+#: A run of N agent steps ends with its last finished episode, up to an episode before N (a Pong game is 4-8k
+#: agent steps): a run that stopped this close to the step counts as having reached it.
+REACHED = 0.99
+
+
+def score(record: Record, step: int) -> float:
+    """The mean true return of the run's last ``WINDOW`` episodes at or before ``step``."""
+    curve = record.curve()
+    returns = curve["true_episode_return"][curve["agent_steps"] <= step]
+    return float(np.mean(returns[-WINDOW:]))
+
+
+@dataclass
+class Arm:
+    records: list[Record]
+    scores: np.ndarray  # raw
+    normalised: np.ndarray
+    iqm: float
+    interval: tuple[float, float]
+
+
+def iqm_with_interval(matrix: np.ndarray) -> tuple[float, tuple[float, float]]:
+    """IQM of a (runs x tasks) matrix of normalised scores and its 95 % stratified bootstrap interval."""
+    from rliable import library as rly
+    from rliable import metrics
+
+    def iqm(scores: np.ndarray) -> np.ndarray:
+        return np.array([metrics.aggregate_iqm(scores)])
+
+    with warnings.catch_warnings():  # arch's notice that RandomState will give way to Generator
+        warnings.simplefilter("ignore", FutureWarning)
+        point, interval = rly.get_interval_estimates({"arm": matrix}, iqm, reps=REPS,
+                                                     random_state=np.random.RandomState(SEED))
+    return float(point["arm"][0]), (float(interval["arm"][0, 0]), float(interval["arm"][1, 0]))
+
+
+def main_runs(records: list[Record], task: str) -> dict[str, list[Record]]:
+    """The task's runs with today's defaults that reached its step, by arm, in seed then folder order."""
+    spec = TASKS[task]
+    runs: dict[str, list[Record]] = {"drlhp": [], "true_reward": []}
+    for r in records:
+        if (r["task"] == task and r["defaults"] and r["agent_steps"] >= REACHED * spec.step
+                and (r["arm"] == "true_reward" or r["label_budget"] <= spec.label_budget)):
+            runs[r["arm"]].append(r)
+    return {arm: sorted(rs, key=lambda r: (r["seed"], r.name)) for arm, rs in runs.items()}
+
+
+def baseline(task: str, true_runs: list[Record]) -> float:
+    """The mean true-reward score over the task's runs: 1.0 on the normalised scale."""
+    return float(np.mean([score(r, TASKS[task].step) for r in true_runs]))
+
+
+def normalise(value: float, task: str, base: float) -> float:
+    random = TASKS[task].random_return
+    return (value - random) / (base - random)
+
+
+def results(records: list[Record], task: str) -> dict[str, Arm] | None:
+    """The task's main runs scored, by arm (an arm without runs left out); None without a true-reward run to
+    normalise by."""
+    runs = main_runs(records, task)
+    if not runs["true_reward"]:
+        return None
+    base, step = baseline(task, runs["true_reward"]), TASKS[task].step
+    out = {}
+    for arm, rs in runs.items():
+        if not rs:
+            continue
+        scores = np.array([score(r, step) for r in rs])
+        normalised = np.array([normalise(s, task, base) for s in scores])
+        iqm, interval = iqm_with_interval(normalised[:, None])
+        out[arm] = Arm(rs, scores, normalised, iqm, interval)
+    return out
+
+
+def over_games(per_task: dict[str, dict[str, Arm]]) -> tuple[list[int], dict[str, tuple]] | None:
+    """The Atari aggregate: per arm, IQM and interval of the (seeds x games) matrix of seed-mean normalised
+    scores, over the seeds every game has in both arms; None with fewer than two such games or no shared seed."""
+    games = [t for t, arms in per_task.items() if TASKS[t].family == "atari" and len(arms) == 2]
+    if len(games) < 2:
+        return None
+    seeds = sorted(set.intersection(*({r["seed"] for r in per_task[t][arm].records}
+                                      for t in games for arm in ("drlhp", "true_reward"))))
+    if not seeds:
+        return None
+    out = {}
+    for arm in ("drlhp", "true_reward"):
+        matrix = np.array([[np.mean([n for r, n in zip(per_task[t][arm].records, per_task[t][arm].normalised)
+                                     if r["seed"] == seed]) for t in games] for seed in seeds])
+        out[arm] = iqm_with_interval(matrix)
+    return seeds, out
+
+
+def hours(seconds: list[float]) -> str:
+    return f"{np.median(seconds) / 60:.0f} min"
+
+
+def fmt_iqm(arm: Arm | tuple) -> str:
+    iqm, (low, high) = (arm.iqm, arm.interval) if isinstance(arm, Arm) else arm
+    return f"**{iqm:.2f}** [{low:.2f}, {high:.2f}]"
+
+
+def main_table(per_task: dict[str, dict[str, Arm]], family: str) -> str:
+    if not any(TASKS[t].family == family and "drlhp" in arms for t, arms in per_task.items()):
+        return "No run with today's defaults recorded yet: the runs so far are levers (below)."
+    lines = ["| task | arm | runs (seeds) | return at the step, each run | normalised, each run | IQM [95 % CI] "
+             "| median wall time |", "|---|---|---|---|---|---|---|"]
+    for task, by_arm in per_task.items():
+        spec = TASKS[task]
+        if spec.family != family:
+            continue
+        for arm_name, arm in by_arm.items():
+            seeds = ", ".join(str(r["seed"]) for r in arm.records)
+            what = (f"drlhp, ≤ {spec.label_budget:,} labels" if arm_name == "drlhp" else "true reward")
+            lines.append(f"| {spec.title} at {spec.step // 1000:,}k steps | {what} | {len(arm.records)} ({seeds}) | "
+                         f"{', '.join(f'{s:.2f}' for s in arm.scores)} | "
+                         f"{', '.join(f'{n:.2f}' for n in arm.normalised)} | {fmt_iqm(arm)} | "
+                         f"{hours([r['wall_time_s'] for r in arm.records])} |")
+    return "\n".join(lines)
+
+
+def aggregate_table(aggregate: tuple[list[int], dict[str, tuple]] | None, per_task: dict) -> str:
+    games = ", ".join(TASKS[t].title for t, arms in per_task.items() if TASKS[t].family == "atari" and len(arms) == 2)
+    if aggregate is None:
+        return f"Over the games ({games}): not yet (it needs two games with a seed in common in both arms)."
+    seeds, by_arm = aggregate
+    return (f"Over the games ({games}; seeds {', '.join(map(str, seeds))}, each seed's runs averaged): drlhp "
+            f"{fmt_iqm(by_arm['drlhp'])}, the true reward {fmt_iqm(by_arm['true_reward'])}.")
+
+
+def levers_table(records: list[Record], per_task: dict[str, dict[str, Arm]]) -> str:
+    """Every other run of a task with a true-reward baseline: what it changed, its score (at the task's step, or
+    at its end if it ended before or began after it), its reward model's last validation accuracy (the offline
+    measure every drlhp run has)."""
+    lines = ["| task | arm | lever (what the run changed) | labels | seed | return | normalised | reward model's "
+             "val. accuracy at the end | date | record |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in records:
+        task = r["task"]
+        if task not in per_task or any(r in arm.records for arm in per_task[task].values()):
+            continue
+        spec = TASKS[task]
+        base = baseline(task, per_task[task]["true_reward"].records)
+        began_after = r.curve()["agent_steps"][0] > spec.step  # a run continued from another's end
+        step = spec.step if r["agent_steps"] >= REACHED * spec.step and not began_after else r["agent_steps"]
+        value = score(r, step)
+        at = "" if step == spec.step else f" (at {step // 1000:,}k)"
+        labels = f"{r['labels']:,}" if r["labels"] is not None else "—"
+        lines.append(f"| {spec.title} | {r['arm'].replace('_', ' ')} | {r['description']} | {labels} | {r['seed']} | "
+                     f"{value:.2f}{at} | {normalise(value, task, base):.2f} | {final_val_accuracy(r)} | {r['date']} | "
+                     f"`{r.name}` |")
+    return "\n".join(lines)
+
+
+def readme_sentence(per_task: dict[str, dict[str, Arm]]) -> str:
+    """The README's result: each game's IQM over its runs with today's defaults, never a best run."""
+    games = [(TASKS[t], arms) for t, arms in per_task.items() if TASKS[t].family == "atari" and "drlhp" in arms]
+    parts = [f"{spec.title} {fmt_iqm(arms['drlhp'])} ({len(arms['drlhp'].records)} run"
+             f"{'s' * (len(arms['drlhp'].records) > 1)}, {len(arms['true_reward'].records)} on the true reward)"
+             for spec, arms in games]
+    return ("On Atari, with the defaults and 3,000 synthetic labels, the interquartile mean of drlhp's improvement "
+            "over a random policy at 1M agent steps, as a share of the true reward's, with its 95 % interval: "
+            f"{'; '.join(parts)} ([Results](docs/results.md#atari-with-todays-defaults): every run, and the seeds "
+            "still to run).")
+
+
+def final_val_accuracy(record: Record) -> str:
+    if record["reward_training_metrics"] is None:
+        return "—"
+    import csv
+
+    with open(record.folder / record["reward_training_metrics"], newline="") as f:
+        rows = list(csv.DictReader(f))
+    return f"{float(rows[-1]['val_accuracy']):.3f}" if rows else "—"
+
+
+def tables(records: list[Record]) -> dict[str, str]:
+    """The generated blocks of docs/results.md, by marker name."""
+    per_task = {t: a for t in TASKS if (a := results(records, t)) is not None}
+    randoms = "; ".join(f"{s.title} {s.random_return:g} ({s.random_source})" for t, s in TASKS.items()
+                        if t in per_task)
+    return {
+        "readme": readme_sentence(per_task),
+        "atari": main_table(per_task, "atari") + "\n\n" + aggregate_table(over_games(per_task), per_task),
+        "movingdot": main_table(per_task, "movingdot"),
+        "levers": levers_table(records, per_task),
+        "random": f"Random policies' returns (0 on the normalised scale): {randoms}.",
+    }
+
+
+BLOCK = re.compile(r"(<!-- report:(?P<name>[a-z]+) -->\n)(?P<body>.*?)(<!-- /report -->)", re.S)
+
+
+def blocks_in(text: str) -> dict[str, str]:
+    return {m.group("name"): m.group("body").rstrip("\n") for m in BLOCK.finditer(text)}
+
+
+def docs_blocks() -> dict[str, str]:
+    """The generated blocks as the pages have them now."""
+    return {name: body for page in PAGES for name, body in blocks_in(page.read_text()).items()}
+
+
+def write_blocks(blocks: dict[str, str]) -> None:
+    missing = set(blocks) - set(docs_blocks())
+    if missing:
+        raise SystemExit(f"error: no page has a <!-- report:NAME --> ... <!-- /report --> block for {sorted(missing)}")
+    for page in PAGES:
+        text = page.read_text()
+        page.write_text(BLOCK.sub(lambda m: m.group(1) + blocks[m.group("name")] + "\n" + m.group(4), text))
+        print(f"wrote {page.relative_to(ROOT)}")
+
+
+def draw(records: list[Record]) -> list[Path]:
+    """Per task: both arms' curves, every run thin, their mean bold (the 20-episode mean at each step)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    paths = []
+    for task, spec in TASKS.items():
+        runs = main_runs(records, task)
+        if not runs["drlhp"] or not runs["true_reward"]:
+            continue
+        steps = np.linspace(spec.step / 200, spec.step, 200)
+        fig, ax = plt.subplots(figsize=(8, 4.5))
+        for (arm, rs), color in zip(runs.items(), ("C0", "C1")):
+            curves = np.array([smoothed_at(r, steps) for r in rs])
+            for curve in curves:
+                ax.plot(steps, curve, color=color, lw=0.7, alpha=0.45)
+            name = "drlhp (synthetic labels)" if arm == "drlhp" else "PPO on the true reward"
+            runs_ = f"{len(rs)} run{'s' * (len(rs) > 1)}"
+            ax.plot(steps, np.nanmean(curves, axis=0), color=color, lw=2.2, label=f"{name}: mean of {runs_}")
+        ax.axhline(spec.random_return, color="grey", lw=0.8, ls=":", label="random policy")
+        ax.set_xlabel("agent steps")
+        ax.set_ylabel(f"true episode return (mean of the last {WINDOW} episodes)")
+        ax.set_title(f"{spec.title}: today's defaults, every run thin, the mean bold", fontsize=10)
+        ax.legend(loc="upper left", fontsize=8)
+        fig.tight_layout()
+        path = IMAGES / f"results-{task.replace('_', '-')}.png"
+        fig.savefig(path, dpi=90)
+        plt.close(fig)
+        paths.append(path)
+    return paths
+
+
+def smoothed_at(record: Record, steps: np.ndarray) -> np.ndarray:
+    """The run's 20-episode mean true return at each of ``steps`` (NaN before its first episodes)."""
+    curve = record.curve()
+    ends = np.searchsorted(curve["agent_steps"], steps, side="right")
+    returns = curve["true_episode_return"]
+    return np.array([np.mean(returns[max(0, e - WINDOW):e]) if e else np.nan for e in ends])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--write-docs", action="store_true", help="write the tables into docs/results.md and the "
+                                                                 "README, and draw the figures into docs/images/")
+    group.add_argument("--check", action="store_true", help="exit 1 if the pages' tables are not the records'")
+    args = parser.parse_args()
+    records = read_records()
+    blocks = tables(records)
+    if args.check:
+        stale = sorted(name for name, body in blocks.items() if docs_blocks().get(name) != body)
+        if stale:
+            sys.exit(f"the generated blocks {stale} are not what the records give: run python "
+                     "benchmarks/results_report.py --write-docs")
+        print("the pages' tables are the records'")
+        return
+    for name, body in blocks.items():
+        print(f"## {name}\n\n{body}\n")
+    if args.write_docs:
+        write_blocks(blocks)
+        for path in draw(records):
+            print(f"wrote {path.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,77 @@
+"""The results page's tables are the run records', computed as documented: scores, normalisation, IQM."""
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("rliable")
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import results_report  # noqa: E402  (the benchmarks' own module, from benchmarks/)
+from run_records import KEYS, read_records, write_record  # noqa: E402
+
+
+def test_the_results_pages_tables_are_what_the_records_give():
+    in_docs = results_report.docs_blocks()
+    generated = results_report.tables(read_records())
+    assert set(in_docs) == set(generated)
+    for name, body in generated.items():
+        assert in_docs[name] == body, f"the pages' {name} block is not the records': run " \
+                                      "python benchmarks/results_report.py --write-docs"
+
+
+def test_every_run_folder_the_docs_name_has_a_record_and_its_curve():
+    named = set()
+    for page in [ROOT / "README.md", *(ROOT / "docs").glob("*.md")]:
+        named |= set(re.findall(r"benchmarks/results/([a-z_]+)/([A-Za-z0-9_.-]+)/", page.read_text()))
+    named = {(task, folder) for task, folder in named if folder not in ("policies", "*")}
+    assert len(named) >= 10
+    for task, folder in sorted(named):
+        assert (ROOT / "benchmarks" / "results" / task / folder / "run.json").is_file(), f"{task}/{folder}"
+    records = read_records()  # checks that each names a curve that is there
+    assert {r.name for r in records} >= {f"{t}/{f}" for t, f in named}
+
+
+def record(root: Path, name: str, arm: str, seed: int, returns: list[float], steps: int = 1_000_000, **changes):
+    """A Pong record whose episodes end every 10k agent steps with ``returns`` (the last ones at the end)."""
+    data = {**{key: None for key in KEYS}, "game": "PongNoFrameskip-v4", "task": "pong", "arm": arm, "seed": seed,
+            "label_budget": 3000 if arm == "drlhp" else None, "labels": 3000 if arm == "drlhp" else None,
+            "agent_steps": steps, "defaults": True, "variant": "defaults", "description": "", "date": "2026-11-27",
+            "wall_time_s": 60.0, **changes}
+    at = np.linspace(steps / len(returns), steps, len(returns)).astype(int)
+    rows = [{"run": arm, "agent_steps": s, "true_episode_return": r, "labels": 0, "wall_time_s": 1.0,
+             "episode_length": 1, "session": 0} for s, r in zip(at, returns)]
+    write_record(root / "pong" / name, data, rows)
+
+
+def test_scores_are_normalised_by_the_true_rewards_mean_and_aggregated_as_an_iqm(tmp_path):
+    # The true reward's runs end at 7 and 11 (mean 9: 1.0); random is -21 (0.0). drlhp's last 20 episodes: 5 runs.
+    record(tmp_path, "true_reward_seed0", "true_reward", 0, [-21.0] * 30 + [7.0] * 20)
+    record(tmp_path, "true_reward_seed1", "true_reward", 1, [-21.0] * 30 + [11.0] * 20)
+    ends = [-21.0, -6.0, 9.0, 9.0, 39.0]  # normalised 0, 0.5, 1, 1, 2
+    for seed, end in enumerate(ends):
+        record(tmp_path, f"drlhp_seed{seed}_3000labels", "drlhp", seed, [-21.0] * 30 + [end] * 20)
+    # Not in the main table: a lever, and a run that stopped at half the steps.
+    record(tmp_path, "drlhp_seed0_3000labels_median-centre", "drlhp", 0, [0.0] * 50, defaults=False,
+           variant="median-centre", description="the reward centred on its median")
+    record(tmp_path, "drlhp_seed9_3000labels", "drlhp", 9, [30.0] * 50, steps=500_000)
+    records = read_records(tmp_path)
+
+    arms = results_report.results(records, "pong")
+    assert [r["seed"] for r in arms["drlhp"].records] == [0, 1, 2, 3, 4]
+    np.testing.assert_allclose(arms["drlhp"].normalised, [0.0, 0.5, 1.0, 1.0, 2.0])
+    np.testing.assert_allclose(arms["true_reward"].normalised, [28 / 30, 32 / 30])
+    assert arms["drlhp"].iqm == pytest.approx((0.5 + 1.0 + 1.0) / 3)  # the middle half of five runs
+    low, high = arms["drlhp"].interval
+    assert 0.0 <= low < arms["drlhp"].iqm < high <= 2.0
+
+    blocks = results_report.tables(records)
+    assert "**0.83** [" in blocks["atari"] and "| 5 (0, 1, 2, 3, 4) |" in blocks["atari"]
+    levers = blocks["levers"].splitlines()[2:]
+    assert len(levers) == 2 and "the reward centred on its median" in levers[0]
+    assert "| 0.00 | 0.70 |" in levers[0]  # 0 against random -21 and the mean 9
+    assert "30.00 (at 500k) | 1.70 |" in levers[1]

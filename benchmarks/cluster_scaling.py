@@ -34,7 +34,7 @@ from common import make_env, untrained_checkpoint
 
 from drlhp.clips.frames import infer_frame_spec
 from drlhp.cluster import ClusterPreferenceWrapper, PackedClip, PreferenceService
-from drlhp.reward_predictor import NetConfig, RewardPredictor
+from drlhp.reward.predictor import NetConfig, RewardPredictor
 
 SERVICE = dict(synthetic_preferences=True, segment_length=25, n_initial_prefs=40, n_initial_training_steps=50,
                label_budget=None, log_level=30)

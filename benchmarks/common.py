@@ -9,7 +9,7 @@ import torch
 
 import drlhp  # noqa: F401  (registers drlhp/MovingDot-v0)
 from drlhp.clips.frames import infer_frame_spec
-from drlhp.reward_predictor import DEFAULT_ENSEMBLE_SIZE, NetConfig, RewardPredictor
+from drlhp.reward.predictor import DEFAULT_ENSEMBLE_SIZE, NetConfig, RewardPredictor
 
 
 def make_env(name: str) -> gymnasium.Env:

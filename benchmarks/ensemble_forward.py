@@ -16,7 +16,7 @@ import numpy as np
 from common import make_env, one_thread, run_per_env
 
 from drlhp.clips.frames import infer_frame_spec
-from drlhp.reward_predictor import NetConfig, RewardPredictor
+from drlhp.reward.predictor import NetConfig, RewardPredictor
 
 
 def per_call_ms(fns: dict, frames, n: int, rounds: int = 7) -> dict:

@@ -33,16 +33,16 @@ import numpy as np
 import torch
 from dot_clips import clip_stream, random_pairs
 
+from drlhp import SyntheticTeacher
 from drlhp.cli.offline import spearman
 from drlhp.clips.frames import infer_frame_spec
 from drlhp.config import PreferenceConfig
-from drlhp.labellers import SyntheticTeacher
 from drlhp.labelling.pair_selection import preference_disagreement
 from drlhp.reward.augment import Augmentation
 from drlhp.reward.bootstrap import member_batches
 from drlhp.reward.normaliser import RewardNormaliser
+from drlhp.reward.predictor import DEFAULT_KEYPOINT_TEMPERATURE, NetConfig, RewardPredictor
 from drlhp.reward.trainer import RewardTrainer, adapted_l2
-from drlhp.reward_predictor import DEFAULT_KEYPOINT_TEMPERATURE, NetConfig, RewardPredictor
 
 DEFAULTS = PreferenceConfig()
 MILESTONES = (100, 250, 500, 1000)

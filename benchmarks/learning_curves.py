@@ -50,8 +50,7 @@ from pathlib import Path
 import numpy as np
 from run_records import free_folder, record_name, write_record
 
-from drlhp.cli.learning_curve import current_rows, curve_from_rows, read_rows
-from drlhp.learning_curve import read_learning_curve
+from drlhp.learning_curve import current_rows, curve_from_rows, read_learning_curve, read_rows
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLES = {"moving_dot": "moving_dot_ppo.py", "moving_dot_random_target": "moving_dot_random_target_ppo.py",

@@ -24,10 +24,8 @@ import numpy as np
 import torch
 from dot_clips import clip_stream, random_pairs
 
-from drlhp import PreferenceConfig
+from drlhp import PrefBuffer, PreferenceConfig, SyntheticTeacher
 from drlhp.clips.frames import infer_frame_spec
-from drlhp.labellers import SyntheticTeacher
-from drlhp.pref_db import PrefBuffer
 from drlhp.reward.learner import Learner
 from drlhp.runtime.settings import learner_config
 
@@ -70,7 +68,7 @@ def accuracy(predictor, frames, pairs, wanted) -> float:
 def start_up_seconds() -> float:
     """A new process: import torch and drlhp's trainer, build a 3-member network (what the trainer does first)."""
     code = ("import numpy as np; from drlhp.reward.learner import Learner; "
-            "from drlhp.reward_predictor import NetConfig, RewardPredictor; "
+            "from drlhp.reward.predictor import NetConfig, RewardPredictor; "
             "from drlhp.clips.frames import infer_frame_spec; "
             "RewardPredictor(NetConfig(infer_frame_spec(np.zeros((64, 64, 1), np.uint8)), n_members=3))")
     start = time.perf_counter()

@@ -31,7 +31,7 @@ from common import make_env
 from drlhp.clips.frames import frames_to_net_input, infer_frame_spec
 from drlhp.clips.segments import pack_frames, unpack_frames
 from drlhp.reward import layers
-from drlhp.reward_predictor import DEFAULT_ENSEMBLE_SIZE, NetConfig, RewardPredictor, member_input
+from drlhp.reward.predictor import DEFAULT_ENSEMBLE_SIZE, NetConfig, RewardPredictor, member_input
 
 
 def per_call(fn, number: int) -> float:

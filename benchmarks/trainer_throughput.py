@@ -20,11 +20,10 @@ import numpy as np
 import torch
 from common import make_env, one_thread, run_per_env
 
-from drlhp import HumanPreferencesEnvWrapper
+from drlhp import HumanPreferencesEnvWrapper, PrefBuffer
 from drlhp.clips.frames import frames_to_net_input, infer_frame_spec
 from drlhp.clips.segments import Segment
-from drlhp.pref_db import PrefBuffer
-from drlhp.reward_predictor import NetConfig, build_reward_net, preference_loss, segment_returns
+from drlhp.reward.predictor import NetConfig, build_reward_net, preference_loss, segment_returns
 
 BATCH, LENGTH, N_SEGMENTS, N_PREFS = 16, 25, 200, 600
 SAME_AS_BARE = dict(ensemble_size=1, reward_predictor_batch_size=BATCH, reward_predictor_lr=3e-4,

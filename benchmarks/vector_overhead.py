@@ -27,7 +27,7 @@ from gymnasium.vector import SyncVectorEnv
 
 from drlhp import HumanPreferencesVectorWrapper
 from drlhp.clips.frames import frames_to_net_input
-from drlhp.reward_predictor import RewardPredictor, member_input
+from drlhp.reward.predictor import RewardPredictor, member_input
 from drlhp.sb3 import HumanPreferencesVecEnvWrapper
 
 APIS = {  # the raw vector env of N envs, and drlhp's front-end for it

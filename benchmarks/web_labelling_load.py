@@ -40,8 +40,7 @@ import time
 from common import make_env
 
 import drlhp  # noqa: F401
-from drlhp import HumanPreferencesEnvWrapper
-from drlhp.pref_db import PrefBuffer
+from drlhp import HumanPreferencesEnvWrapper, PrefBuffer
 
 
 async def labeller(session, base: str, name: str, deadline: float, think: float, out: dict) -> None:

@@ -23,7 +23,7 @@ from common import make_env, one_thread, run_per_env, steps_per_second, untraine
 
 from drlhp import HumanPreferencesEnvWrapper
 from drlhp.clips.frames import frames_to_net_input
-from drlhp.reward_predictor import RewardPredictor, member_input
+from drlhp.reward.predictor import RewardPredictor, member_input
 
 
 def forward_ms(predictor: RewardPredictor, frame: np.ndarray, n: int = 2000) -> float:

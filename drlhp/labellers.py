@@ -1,6 +1,7 @@
-"""Labellers' old import path, kept so old imports (``drlhp.labellers.Labeller``) still work.
+"""Your own labeller: the protocols the preference interface asks of it, where to import them from.
 
-Everything is defined in ``drlhp.labelling.labellers``.
+``Labeller`` is what every labeller is (``label(a, b)``); the others are what one may also do. Defined in
+``drlhp.labelling.labellers``; ``drlhp.SyntheticTeacher`` configures the synthetic labeller.
 """
 from drlhp.labelling.labellers import (
     UNDO,
@@ -10,13 +11,11 @@ from drlhp.labelling.labellers import (
     NamesAnswerers,
     ServesPage,
     ShowsEpisodes,
-    SyntheticLabeller,
-    SyntheticTeacher,
     TimesAnswers,
     Undo,
 )
 
 __all__ = [
     "Labeller", "ShowsEpisodes", "TimesAnswers", "NamesAnswerers", "GivesSecondOpinions", "ConcurrentLabeller",
-    "ServesPage", "SyntheticLabeller", "SyntheticTeacher", "UNDO", "Undo",
+    "ServesPage", "UNDO", "Undo",
 ]

@@ -1,21 +1,20 @@
-"""The learning curve's old import path, kept so old imports still work.
+"""A run's learning curve (``<log_dir>/learning_curve.csv``, a row per finished episode): where to import it from.
 
-Everything is defined in ``drlhp.cli.learning_curve``.
+The examples write it (``LearningCurveWriter``) and ``drlhp plot`` draws it; ``read_learning_curve`` reads it as
+arrays. Defined in ``drlhp.storage.learning_curve``, with the file's columns.
 """
-from drlhp.cli.learning_curve import (
+from drlhp.storage.learning_curve import (
     COLUMNS,
-    RUNS,
     LearningCurveWriter,
     current_rows,
+    curve_from_rows,
     learning_curve_path,
     next_session,
     read_learning_curve,
     read_rows,
-    smooth,
 )
-from drlhp.storage.layout import LEARNING_CURVE_FILENAME as FILENAME
 
 __all__ = [
-    "COLUMNS", "FILENAME", "RUNS", "LearningCurveWriter", "current_rows", "learning_curve_path", "next_session",
-    "read_learning_curve", "read_rows", "smooth",
+    "COLUMNS", "LearningCurveWriter", "current_rows", "curve_from_rows", "learning_curve_path", "next_session",
+    "read_learning_curve", "read_rows",
 ]

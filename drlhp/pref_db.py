@@ -1,26 +1,7 @@
-"""The preference database's old import path (the original drlhp's name), kept so old imports still work.
-
-Everything is defined in ``drlhp.labels.pref_db``, but for the files' names and places in a log_dir:
-``drlhp.storage.layout``.
+"""The seed's import path of the preference database (``pref_db.py`` in the original drlhp's guide), kept for its
+users: ``from drlhp.pref_db import PrefBuffer, PrefDB``. Defined in ``drlhp.labels.pref_db``; our own code and docs
+import them from ``drlhp``.
 """
-from drlhp.labels.pref_db import (
-    FORMAT_NAME,
-    FORMAT_VERSION,
-    READABLE_VERSIONS,
-    PrefBuffer,
-    PrefDB,
-    PrefDBFormatError,
-    clip_format,
-)
-from drlhp.storage.layout import TRAIN_FILE, VAL_FILE, LogDir
+from drlhp.labels.pref_db import PrefBuffer, PrefDB
 
-
-def has_labels(directory: str) -> bool:
-    """Whether ``directory`` holds a label snapshot or journal (of an earlier run)."""
-    return LogDir(directory).has_labels()
-
-
-__all__ = [
-    "FORMAT_NAME", "FORMAT_VERSION", "READABLE_VERSIONS", "TRAIN_FILE", "VAL_FILE", "PrefBuffer", "PrefDB",
-    "PrefDBFormatError", "clip_format", "has_labels",
-]
+__all__ = ["PrefBuffer", "PrefDB"]

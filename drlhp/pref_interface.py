@@ -1,12 +1,6 @@
-"""The preference interface's old import path (the original drlhp's name), kept so old imports still work.
-
-The interface is defined in ``drlhp.labelling.interface``; the process that runs it, and its settings, in
-``drlhp.runtime``.
+"""The seed's import path of the preference interface (``pref_interface.py`` in the original drlhp's guide), kept
+for its users: ``from drlhp.pref_interface import PrefInterface``. Defined in ``drlhp.labelling.interface``.
 """
-from drlhp.labelling.interface import EpisodeTracker, PrefInterface
-from drlhp.runtime.interface_process import run_pref_interface
-from drlhp.runtime.settings import InterfaceConfig
+from drlhp.labelling.interface import PrefInterface
 
-__all__ = [
-    "EpisodeTracker", "InterfaceConfig", "PrefInterface", "run_pref_interface",
-]
+__all__ = ["PrefInterface"]

@@ -1,37 +1,7 @@
-"""The reward network's old import path (the original drlhp's name), kept so old imports still work.
-
-Everything is defined in ``drlhp.reward.predictor``, but for the checkpoint's place in a log_dir:
-``drlhp.storage.layout``.
+"""The seed's import path of the reward predictor (``reward_predictor.py`` in the original drlhp's guide), kept
+for its users: ``from drlhp.reward_predictor import RewardPredictor``. Defined in ``drlhp.reward.predictor``; our
+own code and docs import it from ``drlhp``.
 """
-from drlhp.reward.predictor import (
-    ARCHS,
-    CHECKPOINT_FORMAT,
-    CONV_LAYERS,
-    DEFAULT_ARCH,
-    DEFAULT_ENSEMBLE_SIZE,
-    DEFAULT_KEYPOINT_TEMPERATURE,
-    KEYPOINT_CHANNELS,
-    KEYPOINT_LAYERS,
-    MIN_UNPADDED_SIDE,
-    OLD_CHECKPOINT_FORMATS,
-    CheckpointFormatError,
-    MemberLinear,
-    NetConfig,
-    RewardPredictor,
-    SpatialSoftmax,
-    build_reward_net,
-    member_input,
-    members_input,
-    preference_accuracy,
-    preference_loss,
-    segment_returns,
-)
-from drlhp.storage.layout import CHECKPOINT_DIRNAME, CHECKPOINT_FILENAME, checkpoint_path
+from drlhp.reward.predictor import RewardPredictor
 
-__all__ = [
-    "ARCHS", "CHECKPOINT_DIRNAME", "CHECKPOINT_FILENAME", "CHECKPOINT_FORMAT", "CONV_LAYERS", "DEFAULT_ARCH",
-    "DEFAULT_ENSEMBLE_SIZE", "DEFAULT_KEYPOINT_TEMPERATURE", "KEYPOINT_CHANNELS", "KEYPOINT_LAYERS",
-    "MIN_UNPADDED_SIDE", "OLD_CHECKPOINT_FORMATS", "CheckpointFormatError", "MemberLinear", "NetConfig",
-    "RewardPredictor", "SpatialSoftmax", "build_reward_net", "checkpoint_path", "member_input", "members_input",
-    "preference_accuracy", "preference_loss", "segment_returns",
-]
+__all__ = ["RewardPredictor"]

@@ -4,14 +4,13 @@ import pytest
 import torch
 from conftest import FAST, FakePixelEnv, step_until
 
-from drlhp import HumanPreferencesEnvWrapper
+from drlhp import HumanPreferencesEnvWrapper, PrefBuffer
 from drlhp.cli.offline import train_reward
 from drlhp.clips.frames import frames_to_net_input, infer_frame_spec
 from drlhp.clips.segments import Segment
-from drlhp.pref_db import PrefBuffer
 from drlhp.reward.augment import random_shift, temporal_crop
+from drlhp.reward.predictor import NetConfig, RewardPredictor
 from drlhp.reward.trainer import Augmentation, RewardTrainer, pseudo_labels
-from drlhp.reward_predictor import NetConfig, RewardPredictor
 
 
 def numbered_clips(m, n, length, side=8):

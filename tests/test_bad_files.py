@@ -10,12 +10,12 @@ import pytest
 import torch
 from conftest import FAST, FakePixelEnv
 
-from drlhp import CheckpointFormatError, DrlhpError, HumanPreferencesEnvWrapper
+from drlhp import CheckpointFormatError, DrlhpError, HumanPreferencesEnvWrapper, PrefBuffer
 from drlhp.cli.main import main as drlhp_command
 from drlhp.clips.frames import infer_frame_spec
 from drlhp.clips.segments import Segment
-from drlhp.pref_db import PrefBuffer
-from drlhp.reward_predictor import CHECKPOINT_DIRNAME, CHECKPOINT_FILENAME, NetConfig, RewardPredictor
+from drlhp.reward.predictor import NetConfig, RewardPredictor
+from drlhp.storage.layout import CHECKPOINT_DIRNAME, CHECKPOINT_FILENAME
 
 FRAME = np.zeros((12, 12, 1), np.uint8)  # FakePixelEnv's
 DB_ERROR = "is not a valid drlhp preference database"

@@ -15,6 +15,7 @@ psutil = pytest.importorskip("psutil")
 
 from conftest import FAST, StampedEnv, gone, wait_for  # noqa: E402
 
+from drlhp import PrefBuffer  # noqa: E402
 from drlhp.cluster import (  # noqa: E402
     ClusterPreferenceVectorWrapper,
     ClusterPreferenceWrapper,
@@ -26,7 +27,6 @@ from drlhp.cluster import (  # noqa: E402
 from drlhp.envs.moving_dot import MovingDotEnv  # noqa: E402
 from drlhp.errors import WorkerError  # noqa: E402
 from drlhp.frontends.base import PREDICTED_REWARD_KEY, TRUE_REWARD_KEY  # noqa: E402
-from drlhp.pref_db import PrefBuffer  # noqa: E402
 
 CLUSTER = dict(FAST, synthetic_preferences=True, pair_selection="random", ensemble_size=1)
 

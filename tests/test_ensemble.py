@@ -8,8 +8,8 @@ from conftest import assert_same_in_float32
 from drlhp.clips.frames import infer_frame_spec
 from drlhp.reward.bootstrap import bootstrap_counts, member_batches
 from drlhp.reward.normaliser import RewardNormaliser
+from drlhp.reward.predictor import ARCHS, CHECKPOINT_FORMAT, MemberLinear, NetConfig, RewardPredictor, member_input
 from drlhp.reward.trainer import RewardTrainer
-from drlhp.reward_predictor import ARCHS, CHECKPOINT_FORMAT, MemberLinear, NetConfig, RewardPredictor, member_input
 
 FRAMES = np.random.default_rng(0).integers(0, 255, (6, 64, 64, 1), dtype=np.uint8)
 

@@ -206,8 +206,8 @@ def test_a_vector_env_asks_in_one_window_and_one_prompt(tmp_path, screen_and_ter
 
 
 def _small_db(tmp_path) -> None:
+    from drlhp import PrefBuffer
     from drlhp.clips.segments import Segment
-    from drlhp.pref_db import PrefBuffer
 
     segs = [Segment(i, np.full((3, 8, 8), 40 * i, np.uint8), np.zeros(3)) for i in range(4)]
     buffer = PrefBuffer(10, 0.2)

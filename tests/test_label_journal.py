@@ -11,6 +11,7 @@ import zlib
 import numpy as np
 import pytest
 
+from drlhp import PrefBuffer
 from drlhp.clips.segments import Segment, pack
 from drlhp.labels.journal import (
     JournalLabel,
@@ -20,7 +21,6 @@ from drlhp.labels.journal import (
     JournalWriter,
     read_journal,
 )
-from drlhp.pref_db import PrefBuffer
 from drlhp.storage.layout import LogDir
 
 

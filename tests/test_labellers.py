@@ -6,7 +6,7 @@ import pytest
 
 from drlhp import SyntheticTeacher
 from drlhp.clips.segments import Segment
-from drlhp.labellers import SyntheticLabeller
+from drlhp.labelling.labellers import SyntheticLabeller
 
 
 def answers(teacher, ra, rb, n=4000):

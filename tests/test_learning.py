@@ -6,14 +6,13 @@ import torch
 from scipy.stats import spearmanr
 
 import drlhp  # noqa: F401  (registers drlhp/MovingDot-v0)
+from drlhp import PrefDB
 from drlhp.clips.cutting import SegmentBuilder
 from drlhp.clips.frames import infer_frame_spec
 from drlhp.clips.segments import Segment
-from drlhp.labellers import SyntheticLabeller
-from drlhp.pref_db import PrefDB
-from drlhp.reward.predictor import ARCHS
+from drlhp.labelling.labellers import SyntheticLabeller
+from drlhp.reward.predictor import ARCHS, NetConfig, RewardPredictor
 from drlhp.reward.trainer import RewardTrainer
-from drlhp.reward_predictor import NetConfig, RewardPredictor
 
 
 def random_segments(env, n, length, seed):

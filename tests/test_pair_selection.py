@@ -2,8 +2,8 @@ import numpy as np
 import pytest
 
 from drlhp.clips.segments import Segment
+from drlhp.labelling.interface import PrefInterface
 from drlhp.labelling.pair_selection import DisagreementScorer, preference_disagreement
-from drlhp.pref_interface import PrefInterface
 from drlhp.reward.trainer import L2_FACTOR, adapted_l2
 
 

@@ -5,8 +5,8 @@ import pickle
 import numpy as np
 import pytest
 
+from drlhp import PrefBuffer, PrefDB, PrefDBFormatError
 from drlhp.clips.segments import Segment
-from drlhp.pref_db import PrefBuffer, PrefDB, PrefDBFormatError
 
 
 def seg(i, length=4, shape=(5, 5, 1)):

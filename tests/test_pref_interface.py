@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 
 from drlhp.clips.segments import Segment
-from drlhp.labellers import SyntheticLabeller
+from drlhp.labelling.interface import PrefInterface
+from drlhp.labelling.labellers import SyntheticLabeller
 from drlhp.labels.stream import ForgetSegment, Preference, SegmentData
-from drlhp.pref_interface import PrefInterface
 
 
 def seg(i, ret):
@@ -91,7 +91,7 @@ def test_interface_needs_room_for_a_pair():
 
 
 def test_episode_tracker_follows_each_env_apart_when_their_segments_interleave():
-    from drlhp.pref_interface import EpisodeTracker
+    from drlhp.labelling.interface import EpisodeTracker
 
     tracker = EpisodeTracker(max_segments=10)
     frames, rewards = np.zeros((2, 3, 3), np.uint8), np.zeros(2)

@@ -9,10 +9,9 @@ from conftest import assert_same_in_float32
 from drlhp.clips.frames import frames_to_net_input, infer_frame_spec
 from drlhp.reward.layers import SpatialSoftmax, peak_softmax, spatial_softmax
 from drlhp.reward.normaliser import MIN_STD, RewardNormaliser
-from drlhp.reward.predictor import FRAME_NORMS
-from drlhp.reward.trainer import RewardTrainer
-from drlhp.reward_predictor import (
+from drlhp.reward.predictor import (
     ARCHS,
+    FRAME_NORMS,
     MemberLinear,
     NetConfig,
     RewardPredictor,
@@ -20,6 +19,7 @@ from drlhp.reward_predictor import (
     preference_accuracy,
     preference_loss,
 )
+from drlhp.reward.trainer import RewardTrainer
 
 t = torch.tensor
 

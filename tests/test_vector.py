@@ -22,7 +22,7 @@ from drlhp import (
 )
 from drlhp.clips.frames import infer_frame_spec
 from drlhp.reward.normaliser import RewardNormaliser
-from drlhp.reward_predictor import NetConfig
+from drlhp.reward.predictor import NetConfig
 from drlhp.sb3 import HumanPreferencesVecEnvWrapper
 
 # With clips of 5 frames: an episode of exactly one clip, one with a tail, one of exactly

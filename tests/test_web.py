@@ -21,13 +21,16 @@ pytest.importorskip("PIL")
 
 from conftest import FakePixelEnv, gone, labels_by_seq, resume_and_read_labels, wait_for  # noqa: E402
 
-from drlhp import HumanPreferencesEnvWrapper, PreferenceConfig  # noqa: E402
+from drlhp import (  # noqa: E402
+    HumanPreferencesEnvWrapper,
+    PrefBuffer,  # noqa: E402
+    PreferenceConfig,
+)
 from drlhp.clips.frames import infer_frame_spec  # noqa: E402
 from drlhp.clips.segments import Segment  # noqa: E402
 from drlhp.labelling.web.labeller import WebConfig, WebLabeller  # noqa: E402
 from drlhp.labelling.web.pool import TakeBack  # noqa: E402
 from drlhp.labelling.web.server import MAX_BODY_BYTES  # noqa: E402
-from drlhp.pref_db import PrefBuffer  # noqa: E402
 from drlhp.runtime.settings import web_config  # noqa: E402
 
 TOKEN = "test-token-0123456789abcdef"

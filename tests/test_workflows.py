@@ -8,10 +8,9 @@ import pytest
 from conftest import FAST, FakePixelEnv, step_until, wait_for
 from gymnasium.utils.env_checker import check_env
 
-from drlhp import PREDICTED_REWARD_KEY, TRUE_REWARD_KEY, HumanPreferencesEnvWrapper, PrefDB, RewardPredictor
+from drlhp import PREDICTED_REWARD_KEY, TRUE_REWARD_KEY, HumanPreferencesEnvWrapper, PrefBuffer, PrefDB, RewardPredictor
 from drlhp.cli.offline import train_reward
 from drlhp.clips.segments import Segment
-from drlhp.pref_db import PrefBuffer
 
 CKPT = os.path.join("reward_predictor_checkpoints", "reward_predictor.ckpt")
 
@@ -167,8 +166,8 @@ def test_a_checkpoint_left_by_an_earlier_run_is_not_used(tmp_path):
 
 
 def test_stats_report_the_bytes_the_database_holds(tmp_path):
+    from drlhp import PrefBuffer
     from drlhp.clips.segments import Segment
-    from drlhp.pref_db import PrefBuffer
 
     rng = np.random.default_rng(0)
     frames = np.repeat(rng.integers(0, 256, (5, 12, 1, 1), dtype=np.uint8), 12, axis=2)  # rows of one value

@@ -7,12 +7,12 @@ import os
 
 import numpy as np
 
-from drlhp.cli.learning_curve import read_learning_curve, smooth
 from drlhp.cli.offline import spearman
 from drlhp.errors import FileFormatError, MissingExtraError, MissingFileError
 from drlhp.labels.pref_db import PrefBuffer
 from drlhp.reward.predictor import RewardPredictor
 from drlhp.storage.layout import LogDir
+from drlhp.storage.learning_curve import read_learning_curve, smooth
 
 RECENT_CLIPS = 300
 SMOOTHING_EPISODES = 20

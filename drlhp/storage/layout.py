@@ -11,7 +11,7 @@
       optimizer_state.pt                Adam's state, so a resumed run trains on as if never stopped
     reward_training_metrics.csv         a row per checkpoint
     human_labels.csv                    a row per answer a person gave
-    learning_curve.csv                  the examples' episodes (drlhp.cli.learning_curve)
+    learning_curve.csv                  the examples' episodes (drlhp.storage.learning_curve)
     drlhp_plot.png                      ``drlhp plot``'s figure
 
 A directory given as ``prefs_dir`` is read as a ``log_dir`` too: its snapshot and journal.

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from drlhp.clips.segments import Segment
+from drlhp.labelling.answers import Answer
 from drlhp.labelling.human import TERMINAL_LABELLER, HumanLabeller
 from drlhp.labelling.web.labeller import WebLabeller
-from drlhp.labelling.web.pool import Answer
 from drlhp.storage.layout import HUMAN_LABELS_FILENAME
 from drlhp.storage.run_dir import HUMAN_LABEL_COLUMNS, log_human_label
 

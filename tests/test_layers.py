@@ -118,7 +118,7 @@ def test_the_graph_is_read():
     assert "drlhp.reward.predictor" in graph["drlhp.reward_predictor"]  # a re-export module
     assert "drlhp.reward.inference" in graph["drlhp.reward.predictor"]
     assert "drlhp.labelling.web.labeller" in graph["drlhp.runtime.interface_process"]  # imported inside a function
-    assert "drlhp.labelling.web.pool" in graph["drlhp.labelling.labellers"]  # under TYPE_CHECKING only
+    assert "drlhp.labelling.answers" in graph["drlhp.labelling.labellers"]  # under TYPE_CHECKING only
     assert all(layer_of(m) in LAYERS for m in graph)  # every module has a layer
 
 
@@ -141,6 +141,18 @@ def test_every_import_points_down_the_layers():
 def test_no_import_cycle_inside_drlhp():
     cycle = find_cycle(import_graph())
     assert cycle is None, "drlhp modules import each other in a cycle: " + " -> ".join(cycle or [])
+
+
+def test_the_labelling_core_knows_no_front_end():
+    """The terminal, the window and the web page are plug-ins on the labelling core: the web page imports the
+    core, and no module of the core imports the web page (only the runtime chooses which plug-in runs)."""
+    graph = import_graph()
+    core = [m for m in graph if m.startswith("drlhp.labelling.") and not m.startswith("drlhp.labelling.web")]
+    assert "drlhp.labelling.interface" in core and "drlhp.labelling.answers" in graph["drlhp.labelling.web.pool"]
+    reverse = {m: sorted(n for n in graph[m] if n.startswith("drlhp.labelling.web")) for m in core}
+    assert not {m: n for m, n in reverse.items() if n}, "the labelling core imports the web page"
+    assert not [m for m in graph if layer_of(m) in LAYERS[:LAYERS.index("labelling")]
+                and any(n.startswith("drlhp.labelling.web") for n in graph[m])]
 
 
 def test_only_the_runtime_knows_processes():

@@ -126,7 +126,7 @@ def test_the_interface_asks_as_the_schedule_allows_and_journals_each_label_befor
 
 
 def test_a_concurrent_labeller_gets_pairs_on_offer_and_its_answers_are_recorded():
-    from drlhp.labelling.web.pool import Answer
+    from drlhp.labelling.answers import Answer
 
     class Page:  # the web page's part of the labeller's interface, answering whatever is on offer
         pairs_per_segment = None

@@ -28,8 +28,8 @@ from drlhp import (  # noqa: E402
 )
 from drlhp.clips.frames import infer_frame_spec  # noqa: E402
 from drlhp.clips.segments import Segment  # noqa: E402
+from drlhp.labelling.answers import TakeBack  # noqa: E402
 from drlhp.labelling.web.labeller import WebConfig, WebLabeller  # noqa: E402
-from drlhp.labelling.web.pool import TakeBack  # noqa: E402
 from drlhp.labelling.web.server import MAX_BODY_BYTES  # noqa: E402
 from drlhp.runtime.settings import web_config  # noqa: E402
 

@@ -1,14 +1,22 @@
 """A person's answer to a pair (a ``Choice``) and the label it means: the one map the terminal, the web page and
-``drlhp show-prefs`` share.
+``drlhp show-prefs`` share; and the answers and take-backs a concurrent labeller (the web page) hands the
+preference interface to record.
 
 A label is P(the left clip is better): 1.0, 0.0 or 0.5; a skipped pair (the clips cannot be
 compared) has no label and is not stored.
 """
 from __future__ import annotations
 
+from concurrent.futures import Future
+from dataclasses import dataclass, field
 from enum import Enum
+from typing import Union
 
+from drlhp.clips.segments import Segment
 from drlhp.errors import InvalidAnswer
+
+#: Answers each labeller may take back, newest first.
+DEFAULT_UNDO_LIMIT = 10
 
 
 class Choice(str, Enum):
@@ -44,3 +52,30 @@ def parse_typed(text: str) -> Choice:
     if word not in TYPED:
         raise InvalidAnswer(word)
     return TYPED[word]
+
+
+@dataclass(eq=False)
+class Answer:
+    """A labeller's answer, waiting for the interface to record it."""
+
+    a: Segment
+    b: Segment
+    label: float | None  # None: "can't tell" (nothing is recorded)
+    labeller: str
+    seconds: float | None  # from handing the pair to this labeller to the answer (None: it was not theirs)
+    pair_id: int
+    first: Answer | None = None  # a second opinion: the answer it seconds
+    seq: int | None = None  # the run's label number, set by the interface once recorded (a second: the first's)
+    done: Future = field(default_factory=Future)  # set once the label is journaled (or the pair skipped)
+
+
+@dataclass(eq=False)
+class TakeBack:
+    """A labeller takes back ``answer`` (theirs, recorded); the interface retracts it, then completes ``done``."""
+
+    answer: Answer
+    done: Future = field(default_factory=Future)
+
+
+#: What a concurrent labeller hands the interface: an answer to record, or one to take back.
+Event = Union[Answer, TakeBack]

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from drlhp.clips.segments import PackedSegment, Segment, pack
 from drlhp.errors import ConfigError, NothingToUndo
+from drlhp.labelling.answers import Answer, TakeBack
 from drlhp.labelling.labellers import (
     UNDO,
     ConcurrentLabeller,
@@ -36,7 +37,6 @@ from drlhp.labelling.labellers import (
 )
 from drlhp.labelling.pair_selection import DEFAULT_N_CANDIDATES, DisagreementScorer
 from drlhp.labelling.schedule import LabelSchedule
-from drlhp.labelling.web.pool import Answer, TakeBack  # plain data and a lock: no web server is imported
 from drlhp.labels.agreement import Agreement
 from drlhp.labels.journal import JournalWriter
 from drlhp.labels.stream import (

@@ -28,7 +28,7 @@ from drlhp.clips.segments import Segment
 from drlhp.errors import ConfigError
 
 if TYPE_CHECKING:
-    from drlhp.labelling.web.pool import Event
+    from drlhp.labelling.answers import Event
 
 
 class Undo(Enum):

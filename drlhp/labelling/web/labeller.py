@@ -16,10 +16,11 @@ import numpy as np
 
 from drlhp.clips.frames import FrameSpec
 from drlhp.clips.segments import Segment
+from drlhp.labelling.answers import Event, TakeBack
 from drlhp.labelling.display import auto_zoom, frame_hw
 from drlhp.labelling.schedule import labels_remaining
 from drlhp.labelling.web.clips import ClipImages
-from drlhp.labelling.web.pool import Event, PairPool, TakeBack
+from drlhp.labelling.web.pool import PairPool
 from drlhp.labelling.web.server import LabellingServer, PageSettings, ServerThread
 from drlhp.storage.run_dir import log_human_label
 

@@ -21,11 +21,12 @@ import threading
 import time
 from collections import OrderedDict, deque
 from concurrent.futures import Future
-from dataclasses import dataclass, field
-from typing import Callable, Literal, Union
+from dataclasses import dataclass
+from typing import Callable, Literal
 
 from drlhp.clips.segments import Segment
 from drlhp.errors import ConfigError
+from drlhp.labelling.answers import DEFAULT_UNDO_LIMIT, Answer, Event, TakeBack
 
 #: A labeller counts as active (and is kept a spare pair) this long after their last request.
 ACTIVE_SECONDS = 60.0
@@ -33,8 +34,6 @@ ACTIVE_SECONDS = 60.0
 MAX_REMEMBERED_ANSWERS = 100_000
 #: Pairs waiting for a second opinion at most; past it the oldest goes unseconded (nobody else is answering).
 MAX_AWAITING_SECOND = 20
-#: Answers each labeller may take back, newest first.
-DEFAULT_UNDO_LIMIT = 10
 #: Answers a labeller's pace (median seconds per answer) is taken over.
 PACE_WINDOW = 20
 
@@ -51,29 +50,6 @@ class OutPair:
     first: Answer | None = None  # waiting for a second opinion: the first answer (someone else must give it)
 
 
-@dataclass(eq=False)
-class Answer:
-    """A labeller's answer, waiting for the interface to record it."""
-
-    a: Segment
-    b: Segment
-    label: float | None  # None: "can't tell" (nothing is recorded)
-    labeller: str
-    seconds: float | None  # from handing the pair to this labeller to the answer (None: it was not theirs)
-    pair_id: int
-    first: Answer | None = None  # a second opinion: the answer it seconds
-    seq: int | None = None  # the run's label number, set by the interface once recorded (a second: the first's)
-    done: Future = field(default_factory=Future)  # set once the label is journaled (or the pair skipped)
-
-
-@dataclass(eq=False)
-class TakeBack:
-    """A labeller takes back ``answer`` (theirs, recorded); the interface retracts it, then completes ``done``."""
-
-    answer: Answer
-    done: Future = field(default_factory=Future)
-
-
 @dataclass(frozen=True)
 class Given:
     """What is kept of an answer that can no longer be taken back: enough to recognise it sent again, without
@@ -84,7 +60,6 @@ class Given:
     done: Future
 
 
-Event = Union[Answer, TakeBack]
 #: ``take_back``'s verdicts besides "new" and "duplicate": each is a different reply to the browser.
 Refusal = Literal["nothing", "not_last", "too_old", "not_yours", "unknown"]
 

@@ -91,6 +91,7 @@ def _runner_pipeline(env_runner) -> RunnerPipeline:
     env = env_runner.env
     while not isinstance(env, ClusterPreferenceVectorWrapper):
         env = env.env
+    assert isinstance(env.pipeline, RunnerPipeline)  # the cluster's wrappers are made with one
     return env.pipeline
 
 

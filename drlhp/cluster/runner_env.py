@@ -14,32 +14,17 @@ import gymnasium
 from gymnasium.vector import VectorEnv
 
 from drlhp.cluster.runner_pipeline import RunnerPipeline
-from drlhp.frontends.base import PipelineFrontEnd
 from drlhp.frontends.env_wrapper import HumanPreferencesEnvWrapper
 from drlhp.frontends.vector import HumanPreferencesVectorWrapper
+from drlhp.runtime.contract import PipelineFactory
 
 
-class _LinkedToService(PipelineFrontEnd):
-    """Starts a ``RunnerPipeline`` where the single-machine front-ends start their processes.
-
-    A mixin, listed before a front-end's class; its base (which that class has too, so the method
-    resolution order is the same as without it) says what it builds on.
-    """
-
-    # A RunnerPipeline has the PreferencePipeline interface the front-ends drive (duck typing), not its class.
-    pipeline: RunnerPipeline  # type: ignore[assignment]
-
-    def _link(self, service_name: str, clip_share: float, link_options: dict) -> None:
-        self._link_args = (service_name, clip_share, link_options)
-
-    def _start_pipeline(self, single_obs, n_envs: int, config, kwargs) -> None:
-        service_name, clip_share, link_options = self._link_args
-        self.pipeline = RunnerPipeline(service_name, n_envs, clip_share, **link_options)
-        self._transform = self.pipeline.config.obs_transform_func
-        self._frame(single_obs)  # an observation the service cannot store fails here, not at the first clip
+def linked_to_service(service_name: str, clip_share: float, link_options: dict) -> PipelineFactory:
+    """The pipeline factory of a runner's front-end: its envs linked to the service ``service_name``."""
+    return lambda n_envs: RunnerPipeline(service_name, n_envs, clip_share, **link_options)
 
 
-class ClusterPreferenceWrapper(_LinkedToService, HumanPreferencesEnvWrapper):
+class ClusterPreferenceWrapper(HumanPreferencesEnvWrapper):
     """One env, its clips sent to the preference service ``service_name``.
 
     Args:
@@ -51,15 +36,13 @@ class ClusterPreferenceWrapper(_LinkedToService, HumanPreferencesEnvWrapper):
     """
 
     def __init__(self, env: gymnasium.Env, service_name: str, clip_share: float = 1.0, **link_options) -> None:
-        self._link(service_name, clip_share, link_options)
-        super().__init__(env)
+        super().__init__(env, pipeline_factory=linked_to_service(service_name, clip_share, link_options))
 
 
-class ClusterPreferenceVectorWrapper(_LinkedToService, HumanPreferencesVectorWrapper):
+class ClusterPreferenceVectorWrapper(HumanPreferencesVectorWrapper):
     """A runner's vector env, its clips sent to the preference service ``service_name``;
     one batched reward forward per step. Arguments as ``ClusterPreferenceWrapper``'s,
     ``clip_share`` being the share of all of its envs together."""
 
     def __init__(self, env: VectorEnv, service_name: str, clip_share: float = 1.0, **link_options) -> None:
-        self._link(service_name, clip_share, link_options)
-        super().__init__(env)
+        super().__init__(env, pipeline_factory=linked_to_service(service_name, clip_share, link_options))

@@ -1,8 +1,7 @@
 """A runner's end of a cluster's preference pipeline: clips out to the service, reward weights in.
 
-It has the per-step interface of ``drlhp.runtime.pipeline.PreferencePipeline`` (``step``,
-``end_episode``, ``close``, ...), so drlhp's own front-ends drive it unchanged
-(``drlhp.cluster.runner_env``). Nothing on the step path waits on the network:
+It keeps the front-ends' contract (``drlhp.runtime.contract.Pipeline``), as the local pipeline does, so
+drlhp's own front-ends drive it unchanged (``drlhp.cluster.runner_env``). Nothing on the step path waits on the network:
 
 - clips are cut per env as on one machine, kept at this runner's share of the
   cluster's clip rate (``RateCap``), compressed, and sent every ``flush_interval``
@@ -26,15 +25,17 @@ import numpy as np
 from drlhp.clips.cutting import EpisodeClips
 from drlhp.cluster.clip_stream import PackedClip, RateCap
 from drlhp.cluster.service import import_ray, service_actor
+from drlhp.errors import UsageError
 from drlhp.reward.predictor import RewardPredictor
 from drlhp.reward.torch_setup import set_up_torch
+from drlhp.runtime.contract import Pipeline
 from drlhp.runtime.stats import PipelineStats
 
 #: Unanswered clip batches a runner allows before it drops new ones (the service is behind).
 MAX_BATCHES_IN_FLIGHT = 4
 
 
-class RunnerPipeline:
+class RunnerPipeline(Pipeline):
     """``n_envs`` envs of one runner, linked to the preference service ``service_name``.
 
     ``step()`` returns the predicted, normalised rewards once the service has a ready
@@ -45,6 +46,8 @@ class RunnerPipeline:
         n_envs: envs stepping together in this runner.
         clip_share: this runner's share of the service's clips/s (its envs / all envs in the cluster).
     """
+
+    _clips: EpisodeClips  # a runner always cuts clips
 
     def __init__(self, service_name: str, n_envs: int = 1, clip_share: float = 1.0,
                  flush_interval: float = 0.5, weights_poll_interval: float = 1.0) -> None:
@@ -68,13 +71,15 @@ class RunnerPipeline:
         self._weights_call = self._weights_fetch = None
         self._weights_version = 0
         self.predictor: RewardPredictor | None = None
+        self._true_reward = False  # switch_to_true_reward(): step() returns None, the env's own reward
         self._closed = False
         self.counts = {"clips_cut": 0, "clips_sent": 0, "clips_over_share": 0, "clips_dropped_backlog": 0}
 
-    # -- the per-step path (PreferencePipeline's interface) --------------------------------
+    # -- the per-step path (the front-ends' contract) ------------------------------------
     def step(self, frames: np.ndarray, true_rewards: Sequence[float], recorded: Sequence[bool] | None = None,
-             episode_ends: Sequence[bool] | None = None) -> np.ndarray:
-        """Take one step of every env; returns their normalised predicted rewards (zeros before the first weights)."""
+             episode_ends: Sequence[bool] | None = None) -> np.ndarray | None:
+        """Take one step of every env; returns their normalised predicted rewards (zeros before the first
+        weights), or None after ``switch_to_true_reward()``."""
         self._unreported_steps += self.n_envs if recorded is None else sum(recorded)
         for env_index, episode, clip_frames, clip_rewards in self._clips.add(frames, true_rewards, recorded,
                                                                              episode_ends):
@@ -86,6 +91,8 @@ class RunnerPipeline:
         if now >= self._next_weights_poll:
             self._next_weights_poll = now + self._weights_poll_interval
             self._poll_weights()
+        if self._true_reward:
+            return None
         if self.predictor is None:
             return np.zeros(self.n_envs)
         return self.predictor.rewards(frames)
@@ -99,19 +106,30 @@ class RunnerPipeline:
         else:
             self.counts["clips_over_share"] += 1
 
-    def end_episode(self, env_index: int) -> None:
-        """Env env_index's episode ended (or it was reset): its unfinished clip is dropped."""
-        self._clips.end_episode(env_index)
-
-    def end_all_episodes(self) -> None:
-        """Every env's episode ended (or all were reset)."""
-        for i in range(self.n_envs):
-            self.end_episode(i)
-
     @property
     def using_reward_from_predictor(self) -> bool:
-        """True once the runner has the service's reward weights."""
-        return self.predictor is not None
+        """True once the runner has the service's reward weights (and ``switch_to_true_reward()`` was not called)."""
+        return self.predictor is not None and not self._true_reward
+
+    def switch_to_true_reward(self) -> None:
+        """Return the env's own reward from now on (e.g. to evaluate the agent)."""
+        self._true_reward = True
+
+    def switch_to_predicted_reward(self) -> None:
+        """Return the predicted reward again; needs the service's weights (fetched now if need be)."""
+        if self.predictor is None and not self.sync_weights():
+            raise UsageError("No reward predictor yet: the preference service has no ready weights (its "
+                             "PreferenceService.wait_for_reward_predictor() waits for them)")
+        self._true_reward = False
+
+    def wait_for_reward_predictor(self, timeout: float | None = None) -> None:
+        """Block until the service's reward predictor is ready, then fetch its weights."""
+        self._ray.get(self._service.wait_for_reward_predictor.remote(timeout), timeout=None)
+        self.sync_weights()
+
+    def save_prefs(self, timeout: float = 120.0) -> list[str]:
+        """The labels are the service's: write them in its log_dir; returns their paths there."""
+        return self._ray.get(self._service.save_prefs.remote(), timeout=timeout)
 
     def check_workers(self) -> None:
         """Nothing to check here: the driver's ``PreferenceService.check()`` reports the service's failures."""

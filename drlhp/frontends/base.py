@@ -8,6 +8,8 @@ import numpy as np
 
 from drlhp.clips.frames import FrameSpec, infer_frame_spec
 from drlhp.config import PreferenceConfig
+from drlhp.errors import ConfigError
+from drlhp.runtime.contract import Pipeline, PipelineFactory
 from drlhp.runtime.pipeline import PreferencePipeline
 from drlhp.runtime.stats import PipelineStats
 
@@ -22,16 +24,25 @@ class _Closable(Protocol):
 
 
 class PipelineFrontEnd:
-    """The user's handle on the pipeline; a front-end sets ``self.pipeline`` in its ``__init__``."""
+    """The user's handle on the pipeline; a front-end calls ``_start_pipeline`` in its ``__init__``."""
 
-    pipeline: PreferencePipeline
+    pipeline: Pipeline
 
-    def _start_pipeline(self, single_obs: Any, n_envs: int, config: PreferenceConfig | None,
-                        kwargs: dict) -> None:
-        """Validate the settings and the frame of ``single_obs`` (one env's sample observation); start."""
-        config = PreferenceConfig.from_kwargs(config, kwargs)
-        self._transform = config.obs_transform_func
-        self.pipeline = PreferencePipeline(config, infer_frame_spec(self._frame(single_obs)), n_envs)
+    def _start_pipeline(self, single_obs: Any, n_envs: int, config: PreferenceConfig | None, kwargs: dict,
+                        factory: PipelineFactory | None) -> None:
+        """Start the local pipeline with these settings, checked against the frame of ``single_obs`` (one env's
+        sample observation), or the one ``factory`` makes, which has settings of its own."""
+        if factory is None:
+            config = PreferenceConfig.from_kwargs(config, kwargs)
+            self._transform = config.obs_transform_func
+            self.pipeline = PreferencePipeline(config, infer_frame_spec(self._frame(single_obs)), n_envs)
+            return
+        if config is not None or kwargs:
+            raise ConfigError("a front-end given a pipeline_factory takes its settings from that pipeline: pass "
+                              f"no settings (got {sorted(kwargs) or 'config'})")
+        self.pipeline = factory(n_envs)
+        self._transform = self.pipeline.config.obs_transform_func
+        self._frame(single_obs)  # an observation the pipeline cannot store fails here, not at the first clip
 
     def _frame(self, obs: Any) -> np.ndarray:
         """One env's observation -> the frame stored and rewarded."""

@@ -5,6 +5,7 @@ import gymnasium
 
 from drlhp.config import PreferenceConfig
 from drlhp.frontends.base import PREDICTED_REWARD_KEY, TRUE_REWARD_KEY, PipelineFrontEnd
+from drlhp.runtime.contract import PipelineFactory
 
 
 class HumanPreferencesEnvWrapper(PipelineFrontEnd, gymnasium.Wrapper, gymnasium.utils.RecordConstructorArgs):
@@ -15,6 +16,9 @@ class HumanPreferencesEnvWrapper(PipelineFrontEnd, gymnasium.Wrapper, gymnasium.
             or a stack SxHxWxC), or become images or flat vectors through
             ``obs_transform_func``.
         config: a ``drlhp.PreferenceConfig`` to start from (optional).
+        pipeline_factory: a pipeline other than the local one, made as ``pipeline_factory(n_envs)`` with its own
+            settings (how ``drlhp.cluster``'s wrappers link an env runner to a preference service); None: the
+            local pipeline, with the settings given.
         **kwargs: the settings, by name: the fields of ``drlhp.PreferenceConfig``
             (``segment_length=25``, ``synthetic_preferences=True``, ``log_dir=...``, ...).
 
@@ -25,10 +29,11 @@ class HumanPreferencesEnvWrapper(PipelineFrontEnd, gymnasium.Wrapper, gymnasium.
     one pipeline then serves them all.
     """
 
-    def __init__(self, env: gymnasium.Env, config: PreferenceConfig | None = None, **kwargs) -> None:
+    def __init__(self, env: gymnasium.Env, config: PreferenceConfig | None = None, *,
+                 pipeline_factory: PipelineFactory | None = None, **kwargs) -> None:
         gymnasium.utils.RecordConstructorArgs.__init__(self, config=config, **kwargs)
         gymnasium.Wrapper.__init__(self, env)
-        self._start_pipeline(env.observation_space.sample(), 1, config, kwargs)
+        self._start_pipeline(env.observation_space.sample(), 1, config, kwargs, pipeline_factory)
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         """Reset the env; the unfinished clip of the episode that ends here is dropped."""

@@ -26,6 +26,7 @@ except ImportError as e:  # an optional dependency: say how to get it
 
 from drlhp.config import PreferenceConfig
 from drlhp.frontends.base import PREDICTED_REWARD_KEY, TRUE_REWARD_KEY, PipelineFrontEnd
+from drlhp.runtime.contract import PipelineFactory
 from drlhp.runtime.stats import PipelineStats
 
 
@@ -35,6 +36,7 @@ class HumanPreferencesVecEnvWrapper(PipelineFrontEnd, VecEnvWrapper):
     Args:
         venv: an SB3 ``VecEnv`` (``DummyVecEnv``, ``SubprocVecEnv``, ``VecFrameStack(...)``, ...).
         config: a ``drlhp.PreferenceConfig`` to start from (optional).
+        pipeline_factory: a pipeline other than the local one (``drlhp.HumanPreferencesEnvWrapper``'s argument).
         **kwargs: the settings, by name: the fields of ``drlhp.PreferenceConfig``
             (``obs_transform_func`` is called on each sub-env's observation).
 
@@ -42,9 +44,10 @@ class HumanPreferencesVecEnvWrapper(PipelineFrontEnd, VecEnvWrapper):
     ``drlhp_predicted_reward``.
     """
 
-    def __init__(self, venv: VecEnv, config: PreferenceConfig | None = None, **kwargs) -> None:
+    def __init__(self, venv: VecEnv, config: PreferenceConfig | None = None, *,
+                 pipeline_factory: PipelineFactory | None = None, **kwargs) -> None:
         VecEnvWrapper.__init__(self, venv)
-        self._start_pipeline(venv.observation_space.sample(), venv.num_envs, config, kwargs)
+        self._start_pipeline(venv.observation_space.sample(), venv.num_envs, config, kwargs, pipeline_factory)
 
     def reset(self):
         """Reset all sub-envs; their unfinished clips are dropped."""

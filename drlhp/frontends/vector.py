@@ -18,6 +18,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
 
 from drlhp.config import PreferenceConfig
 from drlhp.frontends.base import PREDICTED_REWARD_KEY, TRUE_REWARD_KEY, PipelineFrontEnd
+from drlhp.runtime.contract import PipelineFactory
 
 
 class HumanPreferencesVectorWrapper(PipelineFrontEnd, VectorWrapper):
@@ -28,6 +29,7 @@ class HumanPreferencesVectorWrapper(PipelineFrontEnd, VectorWrapper):
             sub-envs' observations are images or become images / flat vectors through
             ``obs_transform_func`` (called on each sub-env's observation).
         config: a ``drlhp.PreferenceConfig`` to start from (optional).
+        pipeline_factory: a pipeline other than the local one (``HumanPreferencesEnvWrapper``'s argument).
         **kwargs: the settings, by name: the fields of ``drlhp.PreferenceConfig``.
 
     ``info`` gets ``drlhp_true_reward`` (and, while it is returned,
@@ -35,13 +37,14 @@ class HumanPreferencesVectorWrapper(PipelineFrontEnd, VectorWrapper):
     ``_``-prefixed masks.
     """
 
-    def __init__(self, env: VectorEnv, config: PreferenceConfig | None = None, **kwargs) -> None:
+    def __init__(self, env: VectorEnv, config: PreferenceConfig | None = None, *,
+                 pipeline_factory: PipelineFactory | None = None, **kwargs) -> None:
         VectorWrapper.__init__(self, env)
         self._autoreset_mode = AutoresetMode(env.metadata.get("autoreset_mode", AutoresetMode.NEXT_STEP))
         # NEXT_STEP mode: which sub-envs' next step is an autoreset rather than a transition.
         self._resetting_next = np.zeros(env.num_envs, dtype=bool)
         self._all = np.ones(env.num_envs, dtype=bool)
-        self._start_pipeline(env.single_observation_space.sample(), env.num_envs, config, kwargs)
+        self._start_pipeline(env.single_observation_space.sample(), env.num_envs, config, kwargs, pipeline_factory)
 
     def reset(self, *, seed: int | list[int] | None = None, options: dict | None = None):
         """Reset the sub-envs (those of options["reset_mask"], else all); their unfinished clips are dropped."""

@@ -27,6 +27,7 @@ from drlhp.labelling.human import check_can_ask
 from drlhp.labelling.schedule import labels_remaining
 from drlhp.reward.predictor import RewardPredictor, check_checkpoint_frames
 from drlhp.reward.torch_setup import set_up_torch
+from drlhp.runtime.contract import Pipeline
 from drlhp.runtime.segment_channel import SegmentChannel
 from drlhp.runtime.settings import human_config, interface_config, trainer_config, web_config
 from drlhp.runtime.stats import PipelineStats
@@ -37,7 +38,7 @@ from drlhp.storage.layout import LogDir, checkpoint_path
 log = logging.getLogger("drlhp")
 
 
-class PreferencePipeline:
+class PreferencePipeline(Pipeline):
     """Clips of ``n_envs`` envs in, predicted rewards out; owns the two background processes.
 
     Args:
@@ -144,16 +145,6 @@ class PreferencePipeline:
     def count_env_steps(self, n: int) -> None:
         """Steps taken by envs elsewhere: the label schedule's clock counts them as its own."""
         self._stats.env_steps.value += n
-
-    def end_episode(self, env_index: int) -> None:
-        """Env ``env_index``'s episode ended (or it was reset): its unfinished clip is dropped."""
-        if self._clips is not None:
-            self._clips.end_episode(env_index)
-
-    def end_all_episodes(self) -> None:
-        """Every env's episode ended (or all were reset)."""
-        for i in range(self.n_envs):
-            self.end_episode(i)
 
     # -- which reward ------------------------------------------------------------
     @property

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from drlhp.clips.segments import Segment
-from drlhp.labelling.interface import PrefInterface
+from drlhp.labelling.interface import PrefInterface, PrefInterfaceConfig
 from drlhp.labelling.pair_selection import DisagreementScorer, preference_disagreement
 from drlhp.reward.trainer import L2_FACTOR, adapted_l2
 
@@ -44,7 +44,8 @@ def test_disagreement_is_zero_when_members_agree_and_grows_with_their_spread():
 
 def test_the_interface_asks_about_the_pair_the_members_disagree_on_most():
     scorer = scorer_with(MemberColumns(), max_new_per_pick=100)
-    interface = PrefInterface(NoLabeller(), None, max_segs=20, seed=0, scorer=scorer, n_candidates=1000)
+    interface = PrefInterface(PrefInterfaceConfig(max_segs=20, seed=0, n_candidates=1000),
+                              NoLabeller(), None, scorer=scorer)
     for i in range(10):
         interface.add_segment(seg(i, [i, i, i]))  # every member agrees on these: returns 5i
     interface.add_segment(seg(10, [20, 0, -20]))  # the members disagree about this clip
@@ -58,7 +59,8 @@ def test_a_pick_evaluates_only_a_few_new_clips():
     predictor = MemberColumns()
     scorer = scorer_with(predictor, max_new_per_pick=4)
     scorer.poll = lambda: None
-    interface = PrefInterface(NoLabeller(), None, max_segs=200, seed=0, scorer=scorer, n_candidates=64)
+    interface = PrefInterface(PrefInterfaceConfig(max_segs=200, seed=0, n_candidates=64),
+                              NoLabeller(), None, scorer=scorer)
     for i in range(200):
         interface.add_segment(seg(i, [i % 7, i % 5, i % 3]))
     assert interface.pick_pair() is not None
@@ -67,7 +69,7 @@ def test_a_pick_evaluates_only_a_few_new_clips():
 
 def test_random_until_there_is_an_ensemble():
     scorer = DisagreementScorer("/nonexistent/reward_predictor.ckpt", poll_interval=1.0)
-    interface = PrefInterface(NoLabeller(), None, max_segs=20, seed=0, scorer=scorer)
+    interface = PrefInterface(PrefInterfaceConfig(max_segs=20, seed=0), NoLabeller(), None, scorer=scorer)
     for i in range(5):
         interface.add_segment(seg(i, [0, 0, 0]))
     assert not scorer.ready and interface.pick_pair() is not None

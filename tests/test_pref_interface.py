@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from drlhp.clips.segments import Segment
-from drlhp.labelling.interface import PrefInterface
+from drlhp.labelling.interface import PrefInterface, PrefInterfaceConfig
 from drlhp.labelling.labellers import SyntheticLabeller
 from drlhp.labels.stream import ForgetSegment, Preference, SegmentData
 
@@ -21,7 +21,7 @@ def test_synthetic_labeller_prefers_the_larger_true_return():
 
 
 def test_pairs_are_distinct_and_never_repeated():
-    iface = PrefInterface(SyntheticLabeller(), queue.Queue(), max_segs=10, seed=0)
+    iface = PrefInterface(PrefInterfaceConfig(max_segs=10, seed=0), SyntheticLabeller(), queue.Queue())
     for i in range(6):
         iface.add_segment(seg(i, i))
     seen = set()
@@ -37,7 +37,7 @@ def test_pairs_are_distinct_and_never_repeated():
 
 def test_segments_travel_once_and_are_forgotten_when_they_leave_the_buffer():
     out = queue.Queue()
-    iface = PrefInterface(SyntheticLabeller(), out, max_segs=3, seed=0)
+    iface = PrefInterface(PrefInterfaceConfig(max_segs=3, seed=0), SyntheticLabeller(), out)
     for i in range(3):
         iface.add_segment(seg(i, i))
     iface.ask(iface.segments[0], iface.segments[1])
@@ -53,7 +53,7 @@ def test_segments_travel_once_and_are_forgotten_when_they_leave_the_buffer():
 
 def test_a_label_for_clips_that_left_the_buffer_while_their_pair_was_out_sends_them_then_forgets_them():
     out = queue.Queue()
-    iface = PrefInterface(SyntheticLabeller(), out, max_segs=2, seed=0)
+    iface = PrefInterface(PrefInterfaceConfig(max_segs=2, seed=0), SyntheticLabeller(), out)
     a, b = seg(0, 0), seg(1, 1)
     iface.add_segment(a)
     iface.add_segment(b)
@@ -78,7 +78,7 @@ def test_incomparable_answers_record_nothing_and_are_not_asked_again():
             pass
 
     out = queue.Queue()
-    iface = PrefInterface(Shrug(), out, max_segs=5, seed=0)
+    iface = PrefInterface(PrefInterfaceConfig(max_segs=5, seed=0), Shrug(), out)
     iface.add_segment(seg(0, 0))
     iface.add_segment(seg(1, 1))
     assert iface.ask(*iface.pick_pair()) is None
@@ -87,7 +87,7 @@ def test_incomparable_answers_record_nothing_and_are_not_asked_again():
 
 def test_interface_needs_room_for_a_pair():
     with pytest.raises(ValueError, match="max_segs"):
-        PrefInterface(SyntheticLabeller(), queue.Queue(), max_segs=1)
+        PrefInterface(PrefInterfaceConfig(max_segs=1), SyntheticLabeller(), queue.Queue())
 
 
 def test_episode_tracker_follows_each_env_apart_when_their_segments_interleave():
@@ -108,7 +108,8 @@ def test_the_interface_asks_as_the_schedule_allows_and_journals_each_label_befor
     out = queue.Queue()
     journal = JournalWriter(str(tmp_path), lambda: 0)
     schedule = LabelSchedule(budget=10, initial=3, kind="constant", horizon=100)
-    iface = PrefInterface(SyntheticLabeller(), out, max_segs=20, seed=0, journal=journal, schedule=schedule)
+    iface = PrefInterface(PrefInterfaceConfig(max_segs=20, seed=0, schedule=schedule),
+                          SyntheticLabeller(), out, journal=journal)
     for i in range(8):
         iface.receive(seg(i, i))
     assert not iface.segments  # received clips join the buffer at the next step
@@ -158,7 +159,7 @@ def test_a_concurrent_labeller_gets_pairs_on_offer_and_its_answers_are_recorded(
             self.closed = True
 
     out, page = queue.Queue(), Page()
-    iface = PrefInterface(page, out, max_segs=10, seed=0)
+    iface = PrefInterface(PrefInterfaceConfig(max_segs=10, seed=0), page, out)
     for i in range(4):
         iface.receive(seg(i, i))
     iface.step(env_steps=0)  # two pairs go on offer
@@ -180,7 +181,7 @@ def test_a_labeller_that_shows_episodes_is_shown_each_one_as_it_ends():
             self.episodes.append(len(frames))
 
     watcher = Watcher()
-    iface = PrefInterface(watcher, queue.Queue(), max_segs=10, seed=0)
+    iface = PrefInterface(PrefInterfaceConfig(max_segs=10, seed=0), watcher, queue.Queue())
     frames, rewards = np.zeros((2, 3, 3), np.uint8), np.zeros(2)
     for i, episode in enumerate([0, 0, 0, 1]):
         iface.receive(Segment(i, frames, rewards, episode, 0))
@@ -209,7 +210,7 @@ def test_a_users_own_labeller_meets_the_labeller_protocol_and_nothing_more_is_as
     assert isinstance(mine, Labeller)
     assert not isinstance(mine, (ShowsEpisodes, TimesAnswers, ConcurrentLabeller, ServesPage))
     out = queue.Queue()
-    iface = PrefInterface(mine, out, max_segs=10, seed=0)
+    iface = PrefInterface(PrefInterfaceConfig(max_segs=10, seed=0), mine, out)
     assert not iface.concurrent
     for i, episode in enumerate([0, 0, 1, 1]):  # an episode ends: nothing to show it to, no error
         iface.receive(Segment(i, np.zeros((2, 3, 3), np.uint8), np.full(2, float(i)), episode, 0))

@@ -13,7 +13,7 @@ from conftest import FakePixelEnv, labels_by_seq, wait_for
 from drlhp import HumanPreferencesEnvWrapper
 from drlhp.clips.segments import Segment
 from drlhp.errors import ConfigError, NothingToUndo
-from drlhp.labelling.interface import PrefInterface
+from drlhp.labelling.interface import PrefInterface, PrefInterfaceConfig
 from drlhp.labelling.labellers import UNDO, SyntheticLabeller, SyntheticTeacher
 from drlhp.labels.journal import JournalWriter
 from drlhp.labels.pref_db import PrefBuffer
@@ -43,8 +43,8 @@ class Scripted:
 def test_l_r_undo_e_leaves_l_and_e_and_asks_the_taken_back_pair_again_then_the_one_on_screen(tmp_path):
     out = queue.Queue()
     person = Scripted([1.0, 0.0, UNDO, 0.5, 1.0])
-    iface = PrefInterface(person, out, max_segs=10, seed=0, journal=JournalWriter(str(tmp_path), lambda: 0),
-                          undo_limit=10)
+    iface = PrefInterface(PrefInterfaceConfig(max_segs=10, seed=0, undo_limit=10),
+                          person, out, journal=JournalWriter(str(tmp_path), lambda: 0))
     for i in range(6):
         iface.add_segment(seg(i, i))
     for _ in range(5):
@@ -55,7 +55,7 @@ def test_l_r_undo_e_leaves_l_and_e_and_asks_the_taken_back_pair_again_then_the_o
     assert [(type(r).__name__, r.seq) for r in records] == [
         ("Preference", 0), ("Preference", 1), ("Retraction", 1), ("Preference", 2), ("Preference", 3)]
     assert records[2].labeller == "Scripted" and records[3].label == 0.5
-    assert (iface.n_asked, iface.next_seq, iface.n_retracted) == (3, 4, 1)  # the budget got the label back
+    assert (iface.n_asked, iface.next_seq, iface.ledger.n_retracted) == (3, 4, 1)  # the budget got the label back
     iface.close()
     buffer = PrefBuffer.load(str(tmp_path), 100, 0.2)  # what a resumed run reads: the journal, replayed
     assert [(seq, (a, b), label) for seq, a, b, label, _ in labels_by_seq(buffer)] == [
@@ -64,7 +64,7 @@ def test_l_r_undo_e_leaves_l_and_e_and_asks_the_taken_back_pair_again_then_the_o
 
 
 def test_undo_goes_back_to_the_limit_and_no_further():
-    iface = PrefInterface(SyntheticLabeller(), queue.Queue(), max_segs=20, seed=0, undo_limit=2)
+    iface = PrefInterface(PrefInterfaceConfig(max_segs=20, seed=0, undo_limit=2), SyntheticLabeller(), queue.Queue())
     for i in range(8):
         iface.add_segment(seg(i, i))
     asked = [iface.pick_pair() for _ in range(3)]
@@ -83,7 +83,7 @@ def test_undo_goes_back_to_the_limit_and_no_further():
 
 def test_an_undo_with_nothing_to_take_back_asks_the_pair_on_screen_again_and_loses_nothing():
     person = Scripted([UNDO, 1.0])
-    iface = PrefInterface(person, queue.Queue(), max_segs=10, seed=0, undo_limit=10)
+    iface = PrefInterface(PrefInterfaceConfig(max_segs=10, seed=0, undo_limit=10), person, queue.Queue())
     for i in range(4):
         iface.add_segment(seg(i, i))
     iface.step(0)
@@ -97,7 +97,7 @@ def test_two_teachers_agree_as_often_as_their_mistake_rates_say():
     out = queue.Queue()
     teachers = {"careful": SyntheticTeacher(), "hasty": SyntheticTeacher(mistake_rate=0.3)}
     labeller = SyntheticLabeller(teachers=teachers, seed=1)
-    iface = PrefInterface(labeller, out, max_segs=100, seed=0, second_share=1.0)
+    iface = PrefInterface(PrefInterfaceConfig(max_segs=100, seed=0, second_share=1.0), labeller, out)
     rng = np.random.default_rng(0)
     for i in range(100):
         iface.add_segment(seg(i, float(rng.integers(0, 4))))  # returns 0-3: a quarter of the pairs tie
@@ -112,7 +112,7 @@ def test_two_teachers_agree_as_often_as_their_mistake_rates_say():
     returns = {s.seg_id: s.rewards.sum() for s in iface.segments.values()}
     ties = np.mean([returns[f.seg_id_a] == returns[f.seg_id_b] for f in firsts.values()])
     implied = ties + (1 - ties) * 0.7
-    (a, b, n, same, rate), = iface.agreement.rows()
+    (a, b, n, same, rate), = iface.ledger.agreement.rows()
     assert (a, b, n) == ("synthetic:careful", "synthetic:hasty", 2000)
     assert rate == pytest.approx(implied, abs=0.03), (rate, implied)
 
@@ -120,14 +120,14 @@ def test_two_teachers_agree_as_often_as_their_mistake_rates_say():
 def test_taking_back_a_second_answer_leaves_the_first_and_the_agreement_without_it():
     out = queue.Queue()
     labeller = SyntheticLabeller(teachers={"a": SyntheticTeacher(), "b": SyntheticTeacher()}, seed=0)
-    iface = PrefInterface(labeller, out, max_segs=10, seed=0, second_share=1.0, undo_limit=5)
+    iface = PrefInterface(PrefInterfaceConfig(max_segs=10, seed=0, second_share=1.0, undo_limit=5), labeller, out)
     for i in range(4):
         iface.add_segment(seg(i, i))
     iface.ask(*iface.pick_pair())
     second = next(r for r in out.queue if isinstance(r, SecondAnswer))
-    assert iface.agreement.n_pairs == 1
+    assert iface.ledger.agreement.n_pairs == 1
     iface.retract_last(second.labeller)
-    assert iface.agreement.n_pairs == 0 and iface.n_asked == 1  # the label stands: only its second answer went
+    assert iface.ledger.agreement.n_pairs == 0 and iface.n_asked == 1  # the label stands: only its second answer went
     assert out.queue[-1] == Retraction(second.seq, second.labeller)
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 import random
 from collections import OrderedDict, deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from drlhp.clips.segments import PackedSegment, Segment, pack
 from drlhp.errors import ConfigError, NothingToUndo
@@ -35,6 +35,7 @@ from drlhp.labelling.labellers import (
     ShowsEpisodes,
     TimesAnswers,
 )
+from drlhp.labelling.ledger import AnswerLedger, Recorded
 from drlhp.labelling.pair_selection import DEFAULT_N_CANDIDATES, DisagreementScorer
 from drlhp.labelling.schedule import LabelSchedule
 from drlhp.labels.agreement import Agreement
@@ -56,55 +57,57 @@ EPISODE_SEGMENTS = 40
 
 
 @dataclass(frozen=True)
-class Recorded:
-    """An answer this session recorded, as its labeller may take it back: the first answer of the run's
-    ``seq``-th label, or (``second``) a second labeller's answer to it."""
+class PrefInterfaceConfig:
+    """How the interface asks: the latest ``max_segs`` clips to pair; ``seed`` of its choices; of
+    ``n_candidates`` random pairs the one the ensemble disagrees on most (with a scorer); how many pairs may
+    have been asked by each env step (``schedule``; the default: as many as the labeller answers); answers each
+    labeller may take back (``undo_limit``); the share of answered pairs asked to a second labeller."""
 
-    seq: int
-    a: Segment
-    b: Segment
-    labeller: str
-    label: float
-    second: bool = False
+    max_segs: int
+    seed: int | None = None
+    n_candidates: int = DEFAULT_N_CANDIDATES
+    schedule: LabelSchedule = field(default_factory=lambda: LabelSchedule(budget=None))
+    undo_limit: int = 0
+    second_share: float = 0.0
+
+
+@dataclass(frozen=True)
+class EarlierLabels:
+    """A resumed run's labels: ``next_seq`` the run's next label number, ``n_retracted`` of those before it taken
+    back, ``agreement`` so far."""
+
+    next_seq: int = 0
+    n_retracted: int = 0
+    agreement: Agreement | None = None
 
 
 class PrefInterface:
-    """A ring buffer of the latest ``max_segs`` clips, the pairs already asked about, and who answers.
+    """A ring buffer of the latest clips, the pairs already asked about, and who answers.
 
-    ``out`` takes the label stream (a queue); ``journal``: each label is journaled there first;
-    ``next_seq``: the run's next label number (past a resumed run's labels), ``n_retracted`` of them
-    taken back; ``scorer``: pairs are picked by the ensemble's disagreement (None: at random);
-    ``schedule``: how many pairs may have been asked by each env step (the default: as many as the
-    labeller answers); ``undo_limit``: answers each labeller may take back; ``second_share``: share
-    of answered pairs asked to a second labeller; ``agreement``: the run's agreement so far.
+    ``labeller`` answers; ``out`` takes the label stream (a queue); ``journal``: each label is journaled there
+    first; ``scorer``: pairs are picked by the ensemble's disagreement (None: at random); ``earlier``: the labels
+    of the run before this session (resumed).
     """
 
-    def __init__(self, labeller: Labeller, out: LabelSink, max_segs: int, seed: int | None = None,
-                 journal: JournalWriter | None = None, next_seq: int = 0, scorer: DisagreementScorer | None = None,
-                 n_candidates: int = DEFAULT_N_CANDIDATES, schedule: LabelSchedule | None = None, undo_limit: int = 0,
-                 second_share: float = 0.0, n_retracted: int = 0, agreement: Agreement | None = None) -> None:
-        if max_segs < 2:
-            raise ConfigError(f"max_segs must be >= 2 to form pairs, got {max_segs}")
+    def __init__(self, config: PrefInterfaceConfig, labeller: Labeller, out: LabelSink,
+                 journal: JournalWriter | None = None, scorer: DisagreementScorer | None = None,
+                 earlier: EarlierLabels = EarlierLabels()) -> None:
+        if config.max_segs < 2:
+            raise ConfigError(f"max_segs must be >= 2 to form pairs, got {config.max_segs}")
+        self.config = config
         self.labeller = labeller
         self.out = out
-        self.max_segs = max_segs
+        self.max_segs = config.max_segs
         self.journal = journal
-        self.next_seq = next_seq
+        self.next_seq = earlier.next_seq
         # Pairs asked in the run (a skipped one too), not counting labels taken back: what the label budget counts.
-        self.n_asked = next_seq - n_retracted
-        self._retracted_earlier = n_retracted
+        self.n_asked = earlier.next_seq - earlier.n_retracted
+        self._retracted_earlier = earlier.n_retracted
         self.n_sent = 0  # labels recorded by this interface
-        self.n_retracted = 0  # answers taken back in this session (second answers too)
-        self.n_second = 0  # second answers recorded in this session
-        self.undo_limit, self.second_share = undo_limit, second_share
-        self.agreement = agreement if agreement is not None else Agreement()
-        self._history: dict[str, deque[Recorded]] = {}  # each labeller's answers they may take back, newest last
-        # This session's pairs answered twice, by seq: (first labeller, label, second labeller, label).
-        self._twice: dict[int, tuple[str, float, str, float]] = {}
-        self._retracted: set[int] = set()  # labels taken back in this session
+        self.ledger = AnswerLedger(config.undo_limit, earlier.agreement)
         self._again: list[tuple[Segment, Segment]] = []  # pairs to ask before any other, the next on top
-        self.scorer, self.n_candidates = scorer, n_candidates
-        self.schedule = schedule if schedule is not None else LabelSchedule(budget=None)
+        self.scorer, self.n_candidates = scorer, config.n_candidates
+        self.schedule = config.schedule
         # What the labeller can do, from the protocols it meets (drlhp.labelling.labellers), found once.
         self._pool = labeller if isinstance(labeller, ConcurrentLabeller) else None
         self.concurrent = self._pool is not None  # pairs on offer, answers as they come (not label(a, b))
@@ -115,12 +118,12 @@ class PrefInterface:
         self.segments: OrderedDict[int, Segment] = OrderedDict()
         # While a person thinks, clips keep arriving; they join the buffer after the answer, so a clip on screen is
         # never forgotten in the middle of its question. Older ones than the buffer holds would be evicted at once.
-        self._pending: deque[Segment] = deque(maxlen=max_segs)
+        self._pending: deque[Segment] = deque(maxlen=config.max_segs)
         self._episodes = EpisodeTracker(EPISODE_SEGMENTS)
         self._owed = 0.0  # pairs it may still ask about, earned by new clips
         self._asked: set[tuple[int, int]] = set()
         self._sent: dict[int, PackedSegment] = {}  # clips the trainer has, packed once for it and the journal
-        self._rng = random.Random(seed)
+        self._rng = random.Random(config.seed)
 
     # -- clips in --------------------------------------------------------------------------
     def receive(self, seg: Segment) -> None:
@@ -182,7 +185,7 @@ class PrefInterface:
                 break
             self.mark_asked(*pair)
             labeller.offer(*pair)
-        labeller.set_progress(self.run_labels, self.n_asked, self.agreement.rows())
+        labeller.set_progress(self.run_labels, self.n_asked, self.ledger.agreement.rows())
         self.refresh_scores(2)
 
     def record_answers(self) -> None:
@@ -199,13 +202,13 @@ class PrefInterface:
                 self.retract(_web_recorded(taken))
                 if taken.first is None:
                     self.mark_asked(taken.a, taken.b)  # the pool hands the pair straight back to them
-            labeller.set_progress(self.run_labels, self.n_asked, self.agreement.rows())
+            labeller.set_progress(self.run_labels, self.n_asked, self.ledger.agreement.rows())
             labeller.acknowledge(event)
 
     @property
     def run_labels(self) -> int:
         """The run's labels (a resumed run's earlier ones too), not counting those taken back."""
-        return self.next_seq - self._retracted_earlier - len(self._retracted)
+        return self.next_seq - self._retracted_earlier - len(self.ledger.retracted)
 
     def _record_web_answer(self, answer: Answer) -> None:
         if answer.label is None:
@@ -279,7 +282,8 @@ class PrefInterface:
         return self._names.last_labeller if self._names is not None else type(self.labeller).__name__
 
     def _maybe_second_opinion(self, first: Recorded) -> None:
-        if self._seconder is None or not self.second_share or self._rng.random() >= self.second_share:
+        share = self.config.second_share
+        if self._seconder is None or not share or self._rng.random() >= share:
             return
         opinion = self._seconder.second_opinion(first.a, first.b, first.labeller)
         if opinion is not None and opinion[1] is not None:
@@ -298,11 +302,7 @@ class PrefInterface:
     # -- taking back, second opinions --------------------------------------------------------
     def retract_last(self, labeller: str) -> Recorded:
         """Take back ``labeller``'s latest answer of this session (raises ``NothingToUndo`` if none is left)."""
-        history = self._history.get(labeller)
-        if not history:
-            raise NothingToUndo(f"{labeller} has no answer left to take back (the last {self.undo_limit} answers of "
-                                "this session can be)")
-        taken = history.pop()
+        taken = self.ledger.last(labeller)
         self.retract(taken)
         return taken
 
@@ -312,29 +312,18 @@ class PrefInterface:
         if self.journal is not None:
             self.journal.retract(taken.seq, taken.labeller, self.next_seq)
         self._put(Retraction(taken.seq, taken.labeller))
-        self.n_retracted += 1
-        twice = self._twice.pop(taken.seq, None)
-        if twice is not None:
-            self.agreement.remove(*twice)
+        self.ledger.take_back(taken)
         if not taken.second:
-            self._retracted.add(taken.seq)
             self._unmark_asked(taken.a, taken.b)
 
     def record_second(self, first: Recorded, labeller: str, label: float, seconds: float | None = None) -> None:
         """Journal and send a second labeller's answer to the pair of ``first``; it counts towards agreement."""
-        if first.seq in self._retracted:
+        if not self.ledger.may_second(first):
             return  # the first answer was taken back meanwhile: there is no label to second
         if self.journal is not None:
             self.journal.second_answer(first.seq, labeller, label, seconds, self.next_seq)
         self._put(SecondAnswer(first.seq, labeller, float(label), seconds))
-        self._remember(Recorded(first.seq, first.a, first.b, labeller, float(label), second=True))
-        self._twice[first.seq] = (first.labeller, first.label, labeller, float(label))
-        self.agreement.add(*self._twice[first.seq])
-        self.n_second += 1
-
-    def _remember(self, recorded: Recorded) -> None:
-        if self.undo_limit:
-            self._history.setdefault(recorded.labeller, deque(maxlen=self.undo_limit)).append(recorded)
+        self.ledger.add_second(first, Recorded(first.seq, first.a, first.b, labeller, float(label), second=True))
 
     def record(self, a: Segment, b: Segment, label: float, labeller: str, seconds: float | None = None) -> Recorded:
         """Journal a label (on disk before anything else happens), then send it and any new clip on."""
@@ -352,7 +341,7 @@ class PrefInterface:
             if seg.seg_id not in self.segments and self._sent.pop(seg.seg_id, None) is not None:
                 self._put(ForgetSegment(seg.seg_id))
         recorded = Recorded(seq, a, b, labeller, float(label))
-        self._remember(recorded)
+        self.ledger.remember(recorded)
         return recorded
 
     def _put(self, record: LabelRecord) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import queue
 
-from drlhp.labelling.interface import PrefInterface
+from drlhp.labelling.interface import EarlierLabels, PrefInterface, PrefInterfaceConfig
 from drlhp.labelling.labellers import Labeller, ServesPage, SyntheticLabeller
 from drlhp.labelling.pair_selection import DisagreementScorer
 from drlhp.labels.journal import JournalWriter
@@ -68,9 +68,10 @@ class InterfaceProcess:
         if config.journal_log_dir is not None:
             journal = JournalWriter(config.journal_log_dir, lambda: stats.labels_in_snapshot.value,
                                     config.instructions, config.val_fraction)
-        self.interface = PrefInterface(self._make_labeller(config), pref_queue, config.max_segs, config.seed, journal,
-                                       start.next_seq, scorer, config.n_candidate_pairs, config.schedule,
-                                       config.undo_limit, config.second_share, start.n_retracted, start.agreement)
+        asking = PrefInterfaceConfig(config.max_segs, config.seed, config.n_candidate_pairs, config.schedule,
+                                     config.undo_limit, config.second_share)
+        self.interface = PrefInterface(asking, self._make_labeller(config), pref_queue, journal, scorer,
+                                       EarlierLabels(start.next_seq, start.n_retracted, start.agreement))
         self._publish()
 
     def _make_labeller(self, config: InterfaceConfig) -> Labeller:
@@ -119,7 +120,8 @@ class InterfaceProcess:
         """The interface's counters, for ``stats()``."""
         interface, stats = self.interface, self.stats
         stats.labels_asked.value, stats.labels_sent.value = interface.n_asked, interface.n_sent
-        stats.labels_retracted.value = interface.n_retracted
-        if interface.n_second != self._n_second_published or interface.n_retracted != self._n_retracted_published:
-            self._n_second_published, self._n_retracted_published = interface.n_second, interface.n_retracted
-            stats.agreement.write(interface.agreement.rows())
+        ledger = interface.ledger
+        stats.labels_retracted.value = ledger.n_retracted
+        if ledger.n_second != self._n_second_published or ledger.n_retracted != self._n_retracted_published:
+            self._n_second_published, self._n_retracted_published = ledger.n_second, ledger.n_retracted
+            stats.agreement.write(ledger.agreement.rows())

@@ -35,13 +35,13 @@ def measure(name: str, seconds: float, prefs_per_segment: float) -> None:
                     if terminated or truncated:
                         env.reset()
             elapsed = time.perf_counter() - start
-            received_in_time = env.stats()["prefs_received"]
+            received_in_time = env.stats().labels_received
         stats = env.stats()  # after close(): the queue has been drained
-    lost = stats["labels_sent"] - stats["prefs_received"]
-    print(f"{name:10s} clips produced {stats['segments_sent'] + stats['segments_dropped']:6d} "
-          f"({(stats['segments_sent'] + stats['segments_dropped']) / elapsed:5.0f}/s), sent {stats['segments_sent']}, "
-          f"dropped {stats['segments_dropped']} | labels stored {received_in_time / elapsed:5.0f}/s (aim >= 200) "
-          f"= {received_in_time / max(stats['segments_sent'], 1):.2f} per clip sent | lost {lost} (must be 0)")
+    lost = stats.labels_sent - stats.labels_received
+    print(f"{name:10s} clips produced {stats.clips_sent + stats.clips_dropped:6d} "
+          f"({(stats.clips_sent + stats.clips_dropped) / elapsed:5.0f}/s), sent {stats.clips_sent}, "
+          f"dropped {stats.clips_dropped} | labels stored {received_in_time / elapsed:5.0f}/s (aim >= 200) "
+          f"= {received_in_time / max(stats.clips_sent, 1):.2f} per clip sent | lost {lost} (must be 0)")
 
 
 if __name__ == "__main__":

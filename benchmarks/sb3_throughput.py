@@ -96,7 +96,7 @@ def measure(name: str, n_steps: int, rounds: int, n_envs: int) -> None:
           f"{med['crowded']:4.0f} ({med['crowded'] / med['raw']:.2f}x) | wrapped {med['wrapped']:4.0f} | "
           f"ratio {med['wrapped'] / med['raw']:.2f} (aim >= {0.85 if n_envs == 1 else 0.9}), "
           f"{med['wrapped'] / med['crowded']:.2f}x the crowded raw"
-          f" | wrapped run: {stats['prefs_received']} labels, {stats['training_steps']} reward-training steps")
+          f" | wrapped run: {stats.labels_received} labels, {stats.training_steps} reward-training steps")
 
 
 if __name__ == "__main__":

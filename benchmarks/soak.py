@@ -47,8 +47,8 @@ def disk_mib(paths) -> float:
 
 def sample(env, log_dir: str, pids: dict, start: float) -> dict:
     stats = env.stats()
-    row = {"min": (time.monotonic() - start) / 60, "labels": stats["run_labels"], "steps": stats["training_steps"],
-           "db MiB": stats["db_bytes"] / MIB, "shm MiB": shm_used_mib(),
+    row = {"min": (time.monotonic() - start) / 60, "labels": stats.run_labels, "steps": stats.training_steps,
+           "db MiB": stats.db_bytes / MIB, "shm MiB": shm_used_mib(),
            "journal MiB": disk_mib(LogDir(log_dir).journal_files()),
            "snapshot MiB": disk_mib([os.path.join(log_dir, f) for f in ("train.pkl.gz", "val.pkl.gz")])}
     for name, pid in pids.items():

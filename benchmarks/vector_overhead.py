@@ -87,7 +87,7 @@ def measure(name: str, n_steps: int, n_envs: int, rounds: int, api: str) -> None
         added = med[label] - med["raw"]
         print(f"  {label:24s} {n_envs / med[label] * 1e3:6.0f} env steps/s ({med['raw'] / med[label]:.2f}x raw) | "
               f"wrapper adds {added:.3f} ms per vector step = {added / fwd:.2f}x forward in loop (aim <= 1.2)")
-    print(f"  clips sent {stats['segments_sent']}, dropped {stats['segments_dropped']}")
+    print(f"  clips sent {stats.clips_sent}, dropped {stats.clips_dropped}")
 
 
 if __name__ == "__main__":

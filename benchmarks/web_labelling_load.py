@@ -189,8 +189,8 @@ def main() -> None:
           f"{statistics.median(first) * 1e3:.1f} ms, max {max(first) * 1e3:.1f} ms; under load: median "
           f"{statistics.median(out['clip_s']) * 1e3:.1f} ms, p95 {percentile(out['clip_s'], 0.95) * 1e3:.1f} ms")
     print(f"env steps/s: {quiet_before:.0f} before, {loaded:.0f} under load, {quiet_after:.0f} after: "
-          f"{loaded / quiet:.2f}x (target >= 0.9); clips dropped {stats['segments_dropped']} of "
-          f"{stats['segments_sent'] + stats['segments_dropped']}")
+          f"{loaded / quiet:.2f}x (target >= 0.9); clips dropped {stats.clips_dropped} of "
+          f"{stats.clips_sent + stats.clips_dropped}")
 
 
 if __name__ == "__main__":

@@ -79,7 +79,7 @@ def measure(name: str, n_steps: int) -> None:
                   f"wrapper adds {overhead_ms:.3f} ms/step"
                   f" = {overhead_ms / fwd:.2f}x forward alone, {overhead_ms / fwd_loop:.2f}x forward in loop"
                   " (aim <= 1.2)"
-                  f" | clips sent {stats['segments_sent']}, dropped {stats['segments_dropped']}")
+                  f" | clips sent {stats.clips_sent}, dropped {stats.clips_dropped}")
 
 
 if __name__ == "__main__":

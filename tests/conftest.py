@@ -159,7 +159,7 @@ def resume_and_read_labels(env: gymnasium.Env, log_dir: str, labels_asked: int, 
     wrapped = HumanPreferencesEnvWrapper(env, log_dir=log_dir, resume=True, train_reward=False, log_level=30,
                                          **settings)
     try:
-        assert wait_for(lambda: wrapped.stats()["labels_asked"] == labels_asked, timeout=60), wrapped.stats()
+        assert wait_for(lambda: wrapped.stats().labels_asked == labels_asked, timeout=60), wrapped.stats()
     finally:
         wrapped.close()
     return [(label, who) for _, _, _, label, who in labels_by_seq(PrefBuffer.load_all(log_dir))]

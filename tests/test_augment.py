@@ -102,8 +102,8 @@ def test_a_live_run_with_every_lever_stores_only_the_labels_it_was_given(tmp_pat
     env = HumanPreferencesEnvWrapper(FakePixelEnv(), log_dir=str(tmp_path), **settings, augment_shift=2,
                                      temporal_crop_min_length=3, pseudo_label_threshold=0.51)
     with env:
-        step_until(env, lambda: env.stats()["training_steps"] >= 40 and env.stats()["prefs_received"] >= 30)
-        received = env.stats()["prefs_received"]
+        step_until(env, lambda: env.stats().training_steps >= 40 and env.stats().labels_received >= 30)
+        received = env.stats().labels_received
     assert received == 30
     saved = PrefBuffer.load_all(str(tmp_path))
     assert len(saved.train_db) + len(saved.val_db) == 30

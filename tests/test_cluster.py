@@ -128,7 +128,7 @@ def settled_stats(service) -> dict:
     """The service's counters once its interface has taken in every clip the service passed on."""
     def settled() -> bool:
         stats = service.stats()
-        return stats["segments_received"] == stats["segments_sent"]
+        return stats["clips_received"] == stats["clips_sent"]
 
     assert wait_for(settled, timeout=60), service.stats()
     return service.stats()
@@ -274,7 +274,7 @@ def test_a_clip_of_the_wrong_shape_is_rejected_and_counted(idle_service):
     clip = PackedClip.pack(np.zeros((CLUSTER["segment_length"], 8, 8, 1), np.uint8), np.zeros(5), 1, 1)
     ray.get(idle_service.actor.add_clips.remote([clip], 5))
     stats = idle_service.stats()
-    assert [stats[k] - before[k] for k in ("clips_received", "clips_rejected", "segments_received")] == [1, 1, 0]
+    assert [stats[k] - before[k] for k in ("clips_received", "clips_rejected", "clips_received")] == [1, 1, 0]
 
 
 def test_each_runner_keeps_to_its_share(idle_service):

@@ -38,7 +38,7 @@ def test_a_wrapper_takes_a_config_and_reports_it(tmp_path):
     with HumanPreferencesEnvWrapper(FakePixelEnv(), config=config, segment_length=FAST["segment_length"]) as env:
         assert env.config == PreferenceConfig(log_dir=str(tmp_path), collect_prefs=False, train_reward=False,
                                               segment_length=FAST["segment_length"])
-        assert env.log_dir == str(tmp_path) and env.stats()["n_envs"] == 1
+        assert env.log_dir == str(tmp_path) and env.stats().n_envs == 1
 
 
 def test_each_worker_takes_its_settings_from_the_run_settings(tmp_path):

@@ -96,7 +96,7 @@ def test_worker_killed_by_sigkill_is_reported_not_hung(tmp_path):
 
 def test_close_is_idempotent_and_prompt_while_training(tmp_path):
     env = HumanPreferencesEnvWrapper(FakePixelEnv(), log_dir=str(tmp_path), **FAST)
-    step_until(env, lambda: env.stats()["training_steps"] >= 2)
+    step_until(env, lambda: env.stats().training_steps >= 2)
     start = time.monotonic()
     env.close()
     env.close()
@@ -119,7 +119,7 @@ def test_children_save_labels_and_exit_when_the_main_process_dies(tmp_path):
         from drlhp import HumanPreferencesEnvWrapper
         if __name__ == "__main__":
             env = HumanPreferencesEnvWrapper(FakePixelEnv(), log_dir={str(tmp_path)!r}, **FAST)
-            step_until(env, lambda: env.stats()["prefs_received"] >= 10)
+            step_until(env, lambda: env.stats().labels_received >= 10)
             print(" ".join(str(p.pid) for p in env.pipeline.processes.values()), flush=True)
             os.kill(os.getpid(), 9)  # a crash: no close(), no save_prefs()
     """)
@@ -140,7 +140,7 @@ def test_children_save_labels_and_exit_when_the_main_process_dies(tmp_path):
     # The crashed run's log_dir is free again once its trainer has saved, and the run resumes.
     with HumanPreferencesEnvWrapper(FakePixelEnv(), log_dir=str(tmp_path), train_reward=False, resume=True,
                                     **FAST) as env:
-        assert env.stats()["run_labels"] >= 10
+        assert env.stats().run_labels >= 10
 
 
 def test_workers_outlive_a_sigterm_to_the_process_group_so_the_main_process_stops_cleanly(tmp_path):
@@ -155,14 +155,14 @@ def test_workers_outlive_a_sigterm_to_the_process_group_so_the_main_process_stop
             env = HumanPreferencesEnvWrapper(FakePixelEnv(), log_dir={str(tmp_path)!r}, **FAST)
             sigterm = threading.Event()
             signal.signal(signal.SIGTERM, lambda *_: sigterm.set())
-            step_until(env, lambda: env.stats()["prefs_received"] >= 5)
+            step_until(env, lambda: env.stats().labels_received >= 5)
             print(" ".join(str(p.pid) for p in env.pipeline.processes.values()), flush=True)
             step_until(env, sigterm.is_set)
-            received = env.stats()["prefs_received"]
-            step_until(env, lambda: env.stats()["prefs_received"] >= received + 3)  # the interface is alive
+            received = env.stats().labels_received
+            step_until(env, lambda: env.stats().labels_received >= received + 3)  # the interface is alive
             env.save_prefs()  # and so is the trainer
             env.close()
-            print(env.stats()["prefs_received"], flush=True)
+            print(env.stats().labels_received, flush=True)
     """)
     stderr = tmp_path / "stderr.txt"  # a file, not a pipe: the workers' logging must never block on it
     with open(stderr, "w") as err:
@@ -194,7 +194,7 @@ def test_a_script_that_ends_without_close_exits_and_keeps_its_labels(tmp_path, e
         from drlhp import HumanPreferencesEnvWrapper
         if __name__ == "__main__":
             env = HumanPreferencesEnvWrapper(FakePixelEnv(), log_dir={str(tmp_path)!r}, train_reward=False, **FAST)
-            step_until(env, lambda: env.stats()["prefs_received"] >= 5)
+            step_until(env, lambda: env.stats().labels_received >= 5)
             print(" ".join(str(p.pid) for p in env.pipeline.processes.values()), flush=True)
             {ending}
     """)
@@ -209,7 +209,7 @@ def test_a_script_that_ends_without_close_exits_and_keeps_its_labels(tmp_path, e
 def test_labels_are_autosaved_at_intervals(tmp_path):
     with HumanPreferencesEnvWrapper(FakePixelEnv(), log_dir=str(tmp_path), train_reward=False,
                                     prefs_autosave_interval=0.2, **FAST) as env:
-        step_until(env, lambda: env.stats()["prefs_received"] >= 5)
+        step_until(env, lambda: env.stats().labels_received >= 5)
         path = str(tmp_path / "train.pkl.gz")
         assert wait_for(lambda: os.path.exists(path), timeout=10), "no autosave happened"
         assert len(PrefDB.load(path)) >= 1
@@ -231,7 +231,7 @@ def test_a_script_without_a_main_guard_is_told_how_to_fix_it(tmp_path):
 
 def test_a_worker_that_died_since_the_last_step_is_reported_by_close(tmp_path):
     env = HumanPreferencesEnvWrapper(FakePixelEnv(), log_dir=str(tmp_path), **FAST)
-    step_until(env, lambda: env.stats()["prefs_received"] >= 3)
+    step_until(env, lambda: env.stats().labels_received >= 3)
     victim = env.pipeline.processes["pref_interface"]
     os.kill(victim.pid, signal.SIGKILL)
     victim.join(10)

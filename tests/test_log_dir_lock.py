@@ -12,11 +12,11 @@ from drlhp.storage.lock import LogDirLock
 
 def test_a_second_run_on_the_same_log_dir_is_refused_and_the_first_goes_on(tmp_path):
     with HumanPreferencesEnvWrapper(FakePixelEnv(), log_dir=str(tmp_path), train_reward=False, **FAST) as first:
-        step_until(first, lambda: first.stats()["prefs_received"] >= 5)
+        step_until(first, lambda: first.stats().labels_received >= 5)
         in_use = rf"'{tmp_path}' is in use .*program pid {os.getpid()}.*own log_dir="
         with pytest.raises(LogDirInUseError, match=in_use):
             HumanPreferencesEnvWrapper(FakePixelEnv(), log_dir=str(tmp_path), **FAST)
-        step_until(first, lambda: first.stats()["prefs_received"] >= 10)
+        step_until(first, lambda: first.stats().labels_received >= 10)
         saved = len(PrefDB.load(first.save_prefs()[0]))
     assert saved >= 8  # the first run's labels, untouched by the refused one
 
@@ -28,7 +28,7 @@ def test_a_killed_runs_log_dir_is_free_at_once(tmp_path):
         os.kill(owner.pid, signal.SIGKILL)
         owner.join(10)
         with HumanPreferencesEnvWrapper(FakePixelEnv(), log_dir=str(tmp_path), train_reward=False, **FAST) as second:
-            step_until(second, lambda: second.stats()["prefs_received"] >= 3)
+            step_until(second, lambda: second.stats().labels_received >= 3)
     finally:
         try:
             first.close()

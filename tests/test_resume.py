@@ -29,7 +29,7 @@ def saved_labels(log_dir, max_prefs=3000):
 
 def test_a_new_run_refuses_a_log_dir_holding_labels_and_leaves_them_intact(tmp_path):
     with HumanPreferencesEnvWrapper(FakePixelEnv(), log_dir=str(tmp_path), train_reward=False, **FAST) as env:
-        step_until(env, lambda: env.stats()["prefs_received"] >= 5)
+        step_until(env, lambda: env.stats().labels_received >= 5)
     before = saved_labels(tmp_path)[1]
     with pytest.raises(LogDirHasLabelsError, match=r"holds labels of an earlier run .*resume=True"):
         HumanPreferencesEnvWrapper(FakePixelEnv(), log_dir=str(tmp_path), **FAST)
@@ -40,7 +40,7 @@ def test_a_new_run_refuses_a_log_dir_holding_labels_and_leaves_them_intact(tmp_p
 
 def test_labels_of_other_clips_are_refused_at_construction(tmp_path):
     with HumanPreferencesEnvWrapper(FakePixelEnv(), log_dir=str(tmp_path), train_reward=False, **FAST) as env:
-        step_until(env, lambda: env.stats()["prefs_received"] >= 3)
+        step_until(env, lambda: env.stats().labels_received >= 3)
     with pytest.raises(ValueError, match=r"clips of shape \(5, 12, 12, 1\).*segment_length they were collected"):
         HumanPreferencesEnvWrapper(FakePixelEnv(), log_dir=str(tmp_path), resume=True, **{**FAST, "segment_length": 6})
 
@@ -50,21 +50,21 @@ def test_resume_continues_labels_network_optimiser_and_numbering(tmp_path):
     # 8 steps, and evicting the oldest would take the first run's pairs out of the databases this test compares.
     keep_all = {**FAST, "max_prefs_in_db": 1_000_000}
     with HumanPreferencesEnvWrapper(FakePixelEnv(), log_dir=str(tmp_path), **keep_all) as env:
-        step_until(env, lambda: env.using_reward_from_predictor and env.stats()["training_steps"] >= 8)
-    first_step = env.stats()["training_steps"]
+        step_until(env, lambda: env.using_reward_from_predictor and env.stats().training_steps >= 8)
+    first_step = env.stats().training_steps
     buffer, first_labels = saved_labels(tmp_path, keep_all["max_prefs_in_db"])
     first_ids, first_train, first_val = buffer.segment_ids, list(buffer.train_db.prefs), list(buffer.val_db.prefs)
 
     with HumanPreferencesEnvWrapper(FakePixelEnv(), log_dir=str(tmp_path), resume=True, **keep_all) as env:
         # The run's own network from the first step on, at the step it stopped (close() checkpoints it).
-        assert env.using_reward_from_predictor and env.stats()["predictor_training_step"] == first_step
-        assert env.stats()["run_labels"] == buffer.n_received
-        step_until(env, lambda: env.stats()["prefs_received"] >= 20 and env.stats()["training_steps"] >= 4)
+        assert env.using_reward_from_predictor and env.stats().predictor_training_step == first_step
+        assert env.stats().run_labels == buffer.n_received
+        step_until(env, lambda: env.stats().labels_received >= 20 and env.stats().training_steps >= 4)
     buffer, labels = saved_labels(tmp_path, keep_all["max_prefs_in_db"])
     # Each database goes on where it stopped: the first run's pairs, then the new ones.
     assert list(buffer.train_db.prefs)[:len(first_train)] == first_train
     assert list(buffer.val_db.prefs)[:len(first_val)] == first_val
-    assert buffer.n_received == len(first_labels) + env.stats()["prefs_received"]
+    assert buffer.n_received == len(first_labels) + env.stats().labels_received
     new_ids = buffer.segment_ids - first_ids
     assert new_ids and min(new_ids) > max(first_ids)  # clip numbering continued: no id means two clips
     with open(tmp_path / "reward_training_metrics.csv") as f:
@@ -74,10 +74,10 @@ def test_resume_continues_labels_network_optimiser_and_numbering(tmp_path):
 
 def test_a_new_run_from_the_same_directory_sets_the_earlier_metrics_aside(tmp_path):
     with HumanPreferencesEnvWrapper(FakePixelEnv(), log_dir=str(tmp_path), **FAST) as env:
-        step_until(env, lambda: env.stats()["training_steps"] >= 4)
+        step_until(env, lambda: env.stats().training_steps >= 4)
     # Train anew from the first run's labels in the same log_dir: allowed, they become this run's.
     with HumanPreferencesEnvWrapper(FakePixelEnv(), log_dir=str(tmp_path), prefs_dir=str(tmp_path), **FAST) as env:
-        step_until(env, lambda: env.stats()["training_steps"] >= 4)
+        step_until(env, lambda: env.stats().training_steps >= 4)
     aside = [f for f in os.listdir(tmp_path)
              if f.startswith("reward_training_metrics.") and f != "reward_training_metrics.csv"]
     assert len(aside) == 1
@@ -87,7 +87,7 @@ def test_a_new_run_from_the_same_directory_sets_the_earlier_metrics_aside(tmp_pa
 
 def test_resuming_after_a_torn_journal_record_warns_and_keeps_the_rest(tmp_path, capfd):
     env = HumanPreferencesEnvWrapper(FakePixelEnv(), log_dir=str(tmp_path), train_reward=False, **FAST)
-    step_until(env, lambda: env.stats()["prefs_received"] >= 12)
+    step_until(env, lambda: env.stats().labels_received >= 12)
     os.kill(env.pipeline.processes["pref_interface"].pid, signal.SIGKILL)  # no more labels ...
     os.kill(env.pipeline.processes["reward_trainer"].pid, signal.SIGKILL)  # ... and no snapshot on close
     with contextlib.suppress(WorkerError):
@@ -98,7 +98,7 @@ def test_resuming_after_a_torn_journal_record_warns_and_keeps_the_rest(tmp_path,
         f.write(b"DLJ1\x40\x00\x00\x00\x00\x00")  # the start of a record the power cut ended
     with HumanPreferencesEnvWrapper(FakePixelEnv(), log_dir=str(tmp_path), train_reward=False, resume=True,
                                     **FAST) as env:
-        assert env.stats()["run_labels"] == journaled[-1] + 1
+        assert env.stats().run_labels == journaled[-1] + 1
     assert "incomplete record header" in capfd.readouterr().err
     buffer, labels = saved_labels(tmp_path)
     assert buffer.n_received == journaled[-1] + 1 and len(labels) == len(journaled)
@@ -185,7 +185,7 @@ def test_journal_and_snapshot_agree_after_2000_synthetic_labels(tmp_path):
     with HumanPreferencesEnvWrapper(FakePixelEnv(shape=(4, 4, 1)), log_dir=str(tmp_path), train_reward=False,
                                     max_prefs_in_db=20_000, label_budget=None, segment_length=2,
                                     synthetic_prefs_per_segment=8, max_segs=400, seed=0, log_level=30) as env:
-        step_until(env, lambda: env.stats()["prefs_received"] >= 2_000, timeout=240)
+        step_until(env, lambda: env.stats().labels_received >= 2_000, timeout=240)
     buffer, _ = saved_labels(tmp_path, max_prefs=20_000)  # the snapshot written on close
     # What the journal still holds (since the last compaction): labels only, this run took none back.
     records = [r for r in read_journal(str(tmp_path)) if isinstance(r, JournalLabel)]

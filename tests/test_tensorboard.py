@@ -33,7 +33,7 @@ def test_the_trainer_writes_the_reward_models_scalars_to_a_run_of_its_own(tmp_pa
     for _ in range(2):
         with HumanPreferencesEnvWrapper(FakePixelEnv(), log_dir=str(tmp_path / f"log{_}"),
                                         tensorboard_log=str(tmp_path / "tb"), **FAST) as env:
-            step_until(env, lambda: env.stats()["training_steps"] >= 8)
+            step_until(env, lambda: env.stats().training_steps >= 8)
     runs = sorted(glob.glob(str(tmp_path / "tb" / "drlhp_reward_*")))
     assert [r.rsplit("_", 1)[1] for r in runs] == ["1", "2"]  # two runs, two curves
     values = scalars(runs[0])

@@ -162,7 +162,7 @@ def test_a_synthetic_run_of_two_teachers_reports_the_agreement_their_mistake_rat
                 env.reset()
             # The interface publishes its label count and its agreement table one after the other: wait for both.
             stats = env.stats()
-            return stats["labels_sent"] == n_labels and stats["pairs_answered_twice"] == n_labels
+            return stats.labels_sent == n_labels and stats.pairs_answered_twice == n_labels
 
         assert wait_for(step_until_labelled, timeout=120, poll=0)
         stats = env.stats()
@@ -170,8 +170,8 @@ def test_a_synthetic_run_of_two_teachers_reports_the_agreement_their_mistake_rat
         env.close()
     buffer = PrefBuffer.load_all(str(tmp_path))
     dbs = (buffer.train_db, buffer.val_db)
-    ((a, b, n, same, rate),) = stats["agreement"]
+    ((a, b, n, same, rate),) = stats.agreement
     assert (a, b, n) == ("synthetic:careful", "synthetic:hasty", n_labels)
-    assert stats["agreement"] == tuple(buffer.agreement.rows()) and stats["pairs_answered_twice"] == n_labels
+    assert stats.agreement == tuple(buffer.agreement.rows()) and stats.pairs_answered_twice == n_labels
     ties = np.mean([db.segments[x].rewards.sum() == db.segments[y].rewards.sum() for db in dbs for x, y, _ in db.prefs])
     assert rate == pytest.approx(ties + (1 - ties) * 0.7, abs=0.06)

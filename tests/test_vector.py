@@ -97,9 +97,9 @@ def drlhp_processes():
 def test_clips_come_from_every_sub_env_and_never_span_its_episodes(tmp_path, kind):
     with wrap(kind, log_dir=str(tmp_path), train_reward=False, **FAST) as venv:
         assert len(drlhp_processes()) == 2 and set(venv.pipeline.processes) == {"reward_trainer", "pref_interface"}
-        Driver(venv).until(lambda: venv.stats()["prefs_received"] >= 40)
+        Driver(venv).until(lambda: venv.stats().labels_received >= 40)
         venv.save_prefs()
-        assert venv.stats()["n_envs"] == 4
+        assert venv.stats().n_envs == 4
     segments = list(PrefDB.load(str(tmp_path / "train.pkl.gz")).segments.values())
     assert {int(s.frames[0, 0, 2, 0]) for s in segments} == {0, 1, 2, 3}  # every sub-env contributes
     for seg in segments:
@@ -143,7 +143,7 @@ def test_collect_train_and_switch_with_one_reward_network(tmp_path, kind):
         driver = Driver(venv)
         driver.until(lambda: venv.using_reward_from_predictor)
         rewards, infos, _, _ = driver.step()
-        assert venv.stats()["predictor_training_step"] >= FAST["n_initial_training_steps"]
+        assert venv.stats().predictor_training_step >= FAST["n_initial_training_steps"]
         venv.switch_to_true_reward()
         rewards, infos, last, _ = driver.step()
         assert list(rewards) == [float(f[0, 0, 0] % 7) for f in last]
@@ -156,12 +156,12 @@ def test_collect_train_and_switch_with_one_reward_network(tmp_path, kind):
 def test_train_from_saved_prefs_and_use_the_checkpoint_through_vector_wrappers(tmp_path):
     prefs, train = tmp_path / "prefs", tmp_path / "train"
     with wrap("gym-sync-SAME_STEP", log_dir=str(prefs), train_reward=False, **FAST) as venv:
-        Driver(venv).until(lambda: venv.stats()["prefs_received"] >= 30)
+        Driver(venv).until(lambda: venv.stats().labels_received >= 30)
         venv.save_prefs()
     fast = dict(FAST, reward_predictor_ckpt_interval=10)
     with wrap("sb3-dummy", prefs_dir=str(prefs), collect_prefs=False, log_dir=str(train), **fast) as venv:
-        Driver(venv).until(lambda: venv.stats()["training_steps"] >= 20)
-        assert venv.stats()["labels_sent"] == 0
+        Driver(venv).until(lambda: venv.stats().training_steps >= 20)
+        assert venv.stats().labels_sent == 0
     ckpt_dir = str(train / "reward_predictor_checkpoints")
     assert RewardPredictor.load(ckpt_dir + "/reward_predictor.ckpt").training_step % 10 == 0
     with wrap("gym-sync-NEXT_STEP", pretrained_reward_predictor_dir=ckpt_dir, collect_prefs=False,
@@ -176,7 +176,7 @@ def test_obs_transform_func_is_applied_to_each_sub_envs_observation(tmp_path):
 
     with wrap("sb3-dummy", obs_transform_func=to_vector, train_reward=False, log_dir=str(tmp_path), **FAST) as venv:
         assert venv.frame_spec.shape == (3,) and venv.frame_spec.layout == "vector"
-        Driver(venv).until(lambda: venv.stats()["prefs_received"] >= 10)
+        Driver(venv).until(lambda: venv.stats().labels_received >= 10)
         venv.save_prefs()
     for seg in PrefDB.load(str(tmp_path / "train.pkl.gz")).segments.values():
         assert seg.frames.shape == (5, 3) and seg.frames[0, 0] % 5 == 1
@@ -195,7 +195,7 @@ def test_dict_observations_of_a_gymnasium_vector_env(tmp_path):
         assert venv.frame_spec.shape == (12, 12, 1)
         venv.reset(seed=0)
         deadline = time.monotonic() + 60
-        while venv.stats()["prefs_received"] < 10:
+        while venv.stats().labels_received < 10:
             assert time.monotonic() < deadline, venv.stats()
             venv.step(np.zeros(4, dtype=np.int64))
         venv.save_prefs()

@@ -377,7 +377,7 @@ def test_two_labellers_in_two_browsers_see_their_agreement_on_the_owners_page(tm
         thread.join()
         env.close()
     assert "web:alice · web:bob" in row and "50 %" in row
-    assert stats["agreement"] == (("web:alice", "web:bob", 2, 1, 0.5),) and stats["label_agreement"] == 0.5
+    assert stats.agreement == (("web:alice", "web:bob", 2, 1, 0.5),) and stats.label_agreement == 0.5
     buffer = PrefBuffer.load_all(log_dir)
     pairs_twice = [(first, second) for db in (buffer.train_db, buffer.val_db)
                    for first, second in zip(db.labellers, db.second_labellers) if second]

@@ -22,7 +22,7 @@ def test_collect_train_and_switch_to_predicted_reward(tmp_path):
         _, reward, _, _, info = env.step(0)
         assert info[TRUE_REWARD_KEY] == reward == 1.0 and PREDICTED_REWARD_KEY not in info
         step_until(env, lambda: env.using_reward_from_predictor)
-        assert env.stats()["predictor_training_step"] >= FAST["n_initial_training_steps"]
+        assert env.stats().predictor_training_step >= FAST["n_initial_training_steps"]
         _, reward, _, _, info = env.step(0)
         assert reward == info[PREDICTED_REWARD_KEY] and info[TRUE_REWARD_KEY] == float(env.unwrapped.t % 7)
         env.switch_to_true_reward()
@@ -31,7 +31,7 @@ def test_collect_train_and_switch_to_predicted_reward(tmp_path):
         env.switch_to_predicted_reward()
         assert env.using_reward_from_predictor
         stats = env.stats()
-        assert stats["labels_sent"] >= FAST["n_initial_prefs"]
+        assert stats.labels_sent >= FAST["n_initial_prefs"]
     assert os.path.isfile(tmp_path / CKPT)
     metrics = (tmp_path / "reward_training_metrics.csv").read_text().splitlines()
     assert metrics[0].startswith("training_step,") and len(metrics) >= 2
@@ -41,10 +41,10 @@ def test_batch_collection_then_save_prefs(tmp_path):
     env = HumanPreferencesEnvWrapper(FakePixelEnv(), collect_prefs=True, train_reward=False,
                                      log_dir=str(tmp_path), **FAST)
     try:
-        step_until(env, lambda: env.stats()["prefs_received"] >= 20)
-        before = env.stats()["prefs_received"]
+        step_until(env, lambda: env.stats().labels_received >= 20)
+        before = env.stats().labels_received
         paths = env.save_prefs()  # labels keep arriving meanwhile: bracket the count
-        received = env.stats()["prefs_received"]
+        received = env.stats().labels_received
         assert sorted(os.path.basename(p) for p in paths) == ["train.pkl.gz", "val.pkl.gz"]
         train, val = PrefDB.load(paths[0]), PrefDB.load(paths[1])
         saved = len(train) + len(val)
@@ -57,22 +57,22 @@ def test_batch_collection_then_save_prefs(tmp_path):
         env.close()
     # close() saved what arrived after save_prefs(): nothing is lost.
     total = len(PrefDB.load(paths[0])) + len(PrefDB.load(paths[1]))
-    assert total == env.stats()["prefs_received"] >= received
+    assert total == env.stats().labels_received >= received
 
 
 def test_train_from_saved_prefs_writes_checkpoints(tmp_path):
     prefs_dir, log_dir = tmp_path / "prefs", tmp_path / "train"
     collect = HumanPreferencesEnvWrapper(FakePixelEnv(), train_reward=False, log_dir=str(prefs_dir), **FAST)
     with collect:
-        step_until(collect, lambda: collect.stats()["prefs_received"] >= 30)
+        step_until(collect, lambda: collect.stats().labels_received >= 30)
         collect.save_prefs()
     n_saved = len(PrefDB.load(str(prefs_dir / "train.pkl.gz")))
     # The seed's workflow 3 names no segment_length: a run that does not collect takes the database's clips.
     fast = {k: v for k, v in dict(FAST, reward_predictor_ckpt_interval=10).items() if k != "segment_length"}
     with HumanPreferencesEnvWrapper(FakePixelEnv(), prefs_dir=str(prefs_dir), collect_prefs=False,
                                     train_reward=True, log_dir=str(log_dir), **fast) as env:
-        step_until(env, lambda: env.stats()["training_steps"] >= 20)
-        assert env.stats()["labels_sent"] == 0  # no interface in this workflow
+        step_until(env, lambda: env.stats().training_steps >= 20)
+        assert env.stats().labels_sent == 0  # no interface in this workflow
     steps = [int(line.split(",")[0]) for line in (log_dir / "reward_training_metrics.csv").read_text().splitlines()[1:]]
     assert steps[:2] == [4, 10] and all(s % 10 == 0 for s in steps[1:])
     assert RewardPredictor.load(str(log_dir / CKPT)).training_step % 10 == 0
@@ -112,7 +112,7 @@ def test_pretrained_reward_predictor_from_the_first_step(tmp_path):
         # No background process runs, yet stats() has every counter a collecting run has (none missing).
         with HumanPreferencesEnvWrapper(FakePixelEnv(), log_dir=str(tmp_path / "collecting"), **FAST) as collecting:
             assert env.stats().keys() == collecting.stats().keys()
-        assert env.stats()["env_steps"] == 1 and env.stats()["run_labels"] == 0
+        assert env.stats().env_steps == 1 and env.stats().run_labels == 0
     assert not os.path.exists(tmp_path / "use")  # this workflow writes nothing
 
 
@@ -125,7 +125,7 @@ def test_obs_transform_func_for_dict_observations(tmp_path):
     with HumanPreferencesEnvWrapper(env, obs_transform_func=lambda o: o["pixels"], log_dir=str(tmp_path),
                                     train_reward=False, **FAST) as wrapped:
         assert wrapped.frame_spec.shape == (12, 12, 1)
-        step_until(wrapped, lambda: wrapped.stats()["prefs_received"] >= 3)
+        step_until(wrapped, lambda: wrapped.stats().labels_received >= 3)
 
 
 @pytest.mark.parametrize("shape, dtype", [((4, 16, 16), np.uint8), ((16, 16), np.float32), ((6,), np.float32)])
@@ -139,9 +139,9 @@ def test_segments_never_span_episodes_and_tails_are_dropped(tmp_path):
     # Episodes of 7 steps with segments of 5: each episode gives one segment and a 2-frame tail.
     with HumanPreferencesEnvWrapper(FakePixelEnv(episode_length=7, truncate=True), log_dir=str(tmp_path),
                                     train_reward=False, **FAST) as env:
-        step_until(env, lambda: env.stats()["prefs_received"] >= 10)
+        step_until(env, lambda: env.stats().labels_received >= 10)
         env.save_prefs()
-        assert env.stats()["tail_frames_dropped"] > 0
+        assert env.stats().tail_frames_dropped > 0
     db = PrefDB.load(str(tmp_path / "train.pkl.gz"))
     for seg in db.segments.values():
         assert seg.frames[:, 0, 0, 0].tolist() == [1, 2, 3, 4, 5]  # always the first 5 steps of an episode
@@ -162,7 +162,7 @@ def test_a_checkpoint_left_by_an_earlier_run_is_not_used(tmp_path):
         env.reset()
         for _ in range(50):
             env.step(0)
-        assert not env.using_reward_from_predictor and env.stats()["predictor_training_step"] is None
+        assert not env.using_reward_from_predictor and env.stats().predictor_training_step is None
 
 
 def test_stats_report_the_bytes_the_database_holds(tmp_path):
@@ -181,15 +181,15 @@ def test_stats_report_the_bytes_the_database_holds(tmp_path):
     assert 12 * 5 * 8 < expected < raw / 2  # held compressed
     with HumanPreferencesEnvWrapper(FakePixelEnv(), prefs_dir=str(tmp_path / "prefs"), collect_prefs=False,
                                     log_dir=str(tmp_path / "run"), **FAST) as env:
-        assert wait_for(lambda: env.stats()["db_bytes"] == expected, timeout=30), env.stats()
+        assert wait_for(lambda: env.stats().db_bytes == expected, timeout=30), env.stats()
 
 
 def test_wait_for_reward_predictor_pretrains_on_the_initial_labels_without_stepping(tmp_path):
     with HumanPreferencesEnvWrapper(FakePixelEnv(), log_dir=str(tmp_path), **FAST) as env:
-        step_until(env, lambda: env.stats()["run_labels"] >= FAST["n_initial_prefs"])
-        steps = env.stats()["env_steps"]
+        step_until(env, lambda: env.stats().run_labels >= FAST["n_initial_prefs"])
+        steps = env.stats().env_steps
         env.wait_for_reward_predictor(timeout=60)
-        assert env.using_reward_from_predictor and env.stats()["env_steps"] == steps
+        assert env.using_reward_from_predictor and env.stats().env_steps == steps
     with HumanPreferencesEnvWrapper(FakePixelEnv(), log_dir=str(tmp_path / "idle"), train_reward=False, **FAST) as env:
         with pytest.raises(TimeoutError, match="not ready within 0.2 s"):
             env.wait_for_reward_predictor(timeout=0.2)

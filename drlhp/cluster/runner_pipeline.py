@@ -140,8 +140,8 @@ class RunnerPipeline(Pipeline):
         The labels and training steps are the service's (``PreferenceService.stats()``): None here."""
         c = self.counts
         return PipelineStats(
-            n_envs=self.n_envs, segments_sent=c["clips_sent"],
-            segments_dropped=c["clips_over_share"] + c["clips_dropped_backlog"],
+            n_envs=self.n_envs, clips_sent=c["clips_sent"],
+            clips_dropped=c["clips_over_share"] + c["clips_dropped_backlog"],
             tail_frames_dropped=self._clips.n_tail_frames_dropped,
             predictor_training_step=self.predictor.training_step if self.predictor else None,
             clips_cut=c["clips_cut"], clips_over_share=c["clips_over_share"],

@@ -105,7 +105,7 @@ class PipelineFrontEnd:
 
     def stats(self) -> PipelineStats:
         """Counters: clips sent/dropped, labels made and received, reward-training steps, predictor's step
-        (a ``PipelineStats``: fields, or ``stats()["run_labels"]`` as a read-only mapping)."""
+        (a ``PipelineStats``: ``stats().run_labels``; ``stats().to_dict()`` for all of them)."""
         return self.pipeline.stats()
 
     def _close_all(self, close_env) -> None:

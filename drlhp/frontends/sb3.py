@@ -103,7 +103,7 @@ class HumanPreferencesLogger(BaseCallback):
         service's) are left out rather than logged as 0."""
         counts = {"labels": stats.run_labels, "labels_asked": stats.labels_asked,
                   "labels_remaining": stats.labels_remaining, "reward_training_steps": stats.training_steps,
-                  "segments_dropped": stats.segments_dropped,
+                  "clips_dropped": stats.clips_dropped,
                   "db_mib": None if stats.db_bytes is None else stats.db_bytes / 2 ** 20}
         for name, value in counts.items():
             if value is not None:

@@ -93,7 +93,7 @@ class InterfaceProcess:
         while seg is not None:
             seg.seg_id += self.first_seg_id
             self.interface.receive(seg)
-            self.stats.segments_received.value += 1
+            self.stats.clips_received.value += 1
             seg = self.channel.receive(0.0)
 
     def idle(self) -> None:

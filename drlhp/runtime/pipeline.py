@@ -166,14 +166,14 @@ class PreferencePipeline(Pipeline):
         if self._predictor is None:
             raise UsageError(
                 f"No reward predictor yet: no checkpoint at {self._ckpt_path}. Wait until the trainer "
-                "has written one (stats()['training_steps']), or pass pretrained_reward_predictor_dir=."
+                "has written one (stats().training_steps), or pass pretrained_reward_predictor_dir=."
             )
         self._user_choice = True
 
     def wait_for_reward_predictor(self, timeout: float | None = None) -> None:
         """Block, without stepping the envs, until ``using_reward_from_predictor`` (the paper's pre-training).
 
-        Call it once the initial labels are in (``stats()["run_labels"] >= n_initial_prefs``):
+        Call it once the initial labels are in (``stats().run_labels >= n_initial_prefs``):
         training needs them, and no new clips come while this waits. Raises ``TimeoutError``
         after ``timeout`` seconds (None: no limit), ``WorkerError`` if a worker fails.
         """
@@ -185,7 +185,7 @@ class PreferencePipeline(Pipeline):
                 return
             if deadline is not None and time.monotonic() > deadline:
                 raise TimeoutError(f"the reward predictor was not ready within {timeout} s: "
-                                   f"{self.stats()['training_steps']} of {self.config.n_initial_training_steps} "
+                                   f"{self.stats().training_steps} of {self.config.n_initial_training_steps} "
                                    "training steps done")
             time.sleep(0.05)  # the trainer writes a file: nothing to wait on but the file itself
 
@@ -221,8 +221,8 @@ class PreferencePipeline(Pipeline):
         budget = self.config.label_budget
         return PipelineStats(
             n_envs=self.n_envs,
-            segments_sent=self._channel.n_sent if self._channel is not None else 0,
-            segments_dropped=self._channel.n_dropped if self._channel is not None else 0,
+            clips_sent=self._channel.n_sent if self._channel is not None else 0,
+            clips_dropped=self._channel.n_dropped if self._channel is not None else 0,
             tail_frames_dropped=self._clips.n_tail_frames_dropped if self._clips is not None else 0,
             predictor_training_step=self._predictor.training_step if self._predictor else None,
             label_budget=budget, labels_remaining=labels_remaining(budget, shared["labels_asked"]),

@@ -2,34 +2,32 @@
 
 Fields a source does not count are None: a Ray runner cuts and sends clips, but the labels and the
 training steps are its preference service's (``PreferenceService.stats()``), and only a runner
-fetches weights. It is also a read-only mapping (``stats["run_labels"]``, ``dict(stats)``,
-``stats.to_dict()``), as ``stats()`` was a dict before it had a type.
+fetches weights. ``to_dict()`` gives the fields as a plain dict.
 """
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 
 @dataclass(frozen=True)
-class PipelineStats(Mapping[str, Any]):
+class PipelineStats:
     """Counters of a run as seen from the process that steps the envs (counts since this process started
     unless said otherwise).
 
     Attributes:
         n_envs: envs stepping together.
-        segments_sent: clips sent on to be labelled (a Ray runner: to its service).
-        segments_dropped: clips dropped, not labelled: the interface was behind (a Ray runner: over its
+        clips_sent: clips sent on to be labelled (a Ray runner: to its service).
+        clips_dropped: clips dropped, not labelled: the interface was behind (a Ray runner: over its
             share of the clip rate, or its service behind).
         tail_frames_dropped: frames at episodes' ends too few to make a clip.
         predictor_training_step: training steps of the reward network in use (None: none yet).
         env_steps: steps of all envs (the label schedule's clock).
-        segments_received: clips the interface received.
+        clips_received: clips the interface received.
         labels_asked: pairs the run asked about, answered or skipped (a resumed run's earlier ones too).
         labels_sent: labels answered in this session.
-        prefs_received: labels the trainer received in this session.
+        labels_received: labels the trainer received in this session.
         run_labels: labels of the run (a resumed run's earlier ones too), not counting those taken back.
         training_steps: the trainer's training steps.
         db_bytes: clip data the trainer's database holds in memory, compressed.
@@ -47,16 +45,16 @@ class PipelineStats(Mapping[str, Any]):
     """
 
     n_envs: int
-    segments_sent: int
-    segments_dropped: int
+    clips_sent: int
+    clips_dropped: int
     tail_frames_dropped: int
     predictor_training_step: int | None
     # The preference interface's and the trainer's counts (None on a Ray runner: its service has them).
     env_steps: int | None = None
-    segments_received: int | None = None
+    clips_received: int | None = None
     labels_asked: int | None = None
     labels_sent: int | None = None
-    prefs_received: int | None = None
+    labels_received: int | None = None
     run_labels: int | None = None
     training_steps: int | None = None
     db_bytes: int | None = None
@@ -76,18 +74,3 @@ class PipelineStats(Mapping[str, Any]):
     def to_dict(self) -> dict[str, Any]:
         """The fields as a plain dict (every field, None where not counted here)."""
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-
-    # -- the read-only mapping view -----------------------------------------------------------
-    def __getitem__(self, key: str) -> Any:
-        if key not in _FIELDS:
-            raise KeyError(key)
-        return getattr(self, key)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(_FIELDS)
-
-    def __len__(self) -> int:
-        return len(_FIELDS)
-
-
-_FIELDS = tuple(f.name for f in dataclasses.fields(PipelineStats))

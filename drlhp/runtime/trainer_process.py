@@ -144,7 +144,7 @@ class RewardTrainerProcess:
             record = self.receiver.arrived.get()
             self.store.add(record)
             n_labels += isinstance(record, Preference)
-        self.stats.prefs_received.value += n_labels
+        self.stats.labels_received.value += n_labels
         self.stats.run_labels.value = self.store.buffer.n_labels
 
     def _check_receiver(self) -> None:

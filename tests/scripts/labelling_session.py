@@ -50,10 +50,10 @@ def main() -> None:
                                      train_reward=True, resume=mode == "resume", **FAST)
     with env:
         pids = {name: p.pid for name, p in env.pipeline.processes.items()}
-        print(json.dumps({"main": os.getpid(), **pids, "run_labels": env.stats()["run_labels"]}), flush=True)
+        print(json.dumps({"main": os.getpid(), **pids, "run_labels": env.stats().run_labels}), flush=True)
         target = int(sys.argv[4]) if mode == "resume" else None
         env.reset(seed=0)
-        while target is None or env.stats()["run_labels"] < target:
+        while target is None or env.stats().run_labels < target:
             if any(env.step(env.action_space.sample())[2:4]):
                 env.reset()
 

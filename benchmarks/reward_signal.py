@@ -200,8 +200,8 @@ def make_labels(policies: str, out: str, n_labels: int, length: int, weights: li
     perfect synthetic teacher (``drop_ties``: pairs it calls equally good are not kept), saved as a database
     ``drlhp train-reward`` reads."""
     from drlhp.clips.segments import Segment
-    from drlhp.labelling.labellers import SyntheticTeacher
-    from drlhp.labels.pref_db import PrefBuffer
+    from drlhp.labelling.protocols import SyntheticTeacher
+    from drlhp.labels.database import PrefBuffer
 
     recordings = load_recordings(policies, blank_rows)
     weights = weights or [1.0] * len(recordings)
@@ -393,7 +393,7 @@ def switch(run_dir: str, recordings: list[Recording], fit_clips: list[int], n_re
 
     from drlhp.clips.frames import infer_frame_spec
     from drlhp.config import PreferenceConfig
-    from drlhp.labels.pref_db import PrefBuffer, clip_format
+    from drlhp.labels.database import PrefBuffer, clip_format
     from drlhp.reward.learner import Learner, fit_normaliser
     from drlhp.reward.torch_setup import set_up_torch
     from drlhp.runtime.settings import learner_config
@@ -443,7 +443,7 @@ def switch(run_dir: str, recordings: list[Recording], fit_clips: list[int], n_re
 
 def centres(run_dir: str, n_clips: int, seed: int) -> None:
     """Print where a run's last checkpoint's mean lies against its median, on ``n_clips`` of its training clips."""
-    from drlhp.labels.pref_db import PrefBuffer
+    from drlhp.labels.database import PrefBuffer
     from drlhp.reward.learner import sample_member_rewards
     from drlhp.reward.normaliser import centre_gap
 

@@ -31,8 +31,8 @@ from drlhp.errors import (
 from drlhp.frontends.base import PREDICTED_REWARD_KEY, TRUE_REWARD_KEY
 from drlhp.frontends.env_wrapper import HumanPreferencesEnvWrapper
 from drlhp.frontends.vector import HumanPreferencesVectorWrapper
-from drlhp.labelling.labellers import SyntheticTeacher
-from drlhp.labels.pref_db import PrefBuffer, PrefDB
+from drlhp.labelling.protocols import SyntheticTeacher
+from drlhp.labels.database import PrefBuffer, PrefDB
 from drlhp.reward.predictor import RewardPredictor
 from drlhp.runtime.pipeline import PreferencePipeline
 from drlhp.runtime.stats import PipelineStats

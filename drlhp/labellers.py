@@ -1,9 +1,9 @@
 """Your own labeller: the protocols the preference interface asks of it, where to import them from.
 
 ``Labeller`` is what every labeller is (``label(a, b)``); the others are what one may also do. Defined in
-``drlhp.labelling.labellers``; ``drlhp.SyntheticTeacher`` configures the synthetic labeller.
+``drlhp.labelling.protocols``; ``drlhp.SyntheticTeacher`` configures the synthetic labeller.
 """
-from drlhp.labelling.labellers import (
+from drlhp.labelling.protocols import (
     UNDO,
     ConcurrentLabeller,
     GivesSecondOpinions,

@@ -1,9 +1,9 @@
 """A run's learning curve (``<log_dir>/learning_curve.csv``, a row per finished episode): where to import it from.
 
 The examples write it (``LearningCurveWriter``) and ``drlhp plot`` draws it; ``read_learning_curve`` reads it as
-arrays. Defined in ``drlhp.storage.learning_curve``, with the file's columns.
+arrays. Defined in ``drlhp.storage.curve_csv``, with the file's columns.
 """
-from drlhp.storage.learning_curve import (
+from drlhp.storage.curve_csv import (
     COLUMNS,
     LearningCurveWriter,
     current_rows,

@@ -9,7 +9,7 @@ import pytest
 import drlhp
 from drlhp import errors
 from drlhp.labelling.schedule import LabelSchedule
-from drlhp.labels.pref_db import PrefBuffer
+from drlhp.labels.database import PrefBuffer
 
 ALL_ERRORS = [cls for _, cls in inspect.getmembers(errors, inspect.isclass) if cls.__module__ == errors.__name__]
 

@@ -10,8 +10,8 @@ import pytest
 from drlhp.clips.frames import infer_frame_spec
 from drlhp.clips.segments import Segment, pack
 from drlhp.errors import LogDirHasLabelsError
+from drlhp.labels.database import PrefBuffer
 from drlhp.labels.journal import JournalWriter, read_journal
-from drlhp.labels.pref_db import PrefBuffer
 from drlhp.labels.store import MIN_LABELS_PER_SNAPSHOT, LabelStore, LabelStoreConfig
 from drlhp.labels.stream import ForgetSegment, Preference, Retraction, SecondAnswer, SegmentData
 from drlhp.storage.layout import LogDir

@@ -6,7 +6,7 @@ import pytest
 
 from drlhp import SyntheticTeacher
 from drlhp.clips.segments import Segment
-from drlhp.labelling.labellers import SyntheticLabeller
+from drlhp.labelling.protocols import SyntheticLabeller
 
 
 def answers(teacher, ra, rb, n=4000):

@@ -118,7 +118,7 @@ def test_the_graph_is_read():
     assert "drlhp.reward.predictor" in graph["drlhp.reward_predictor"]  # a re-export module
     assert "drlhp.reward.inference" in graph["drlhp.reward.predictor"]
     assert "drlhp.labelling.web.labeller" in graph["drlhp.runtime.interface_process"]  # imported inside a function
-    assert "drlhp.labelling.answers" in graph["drlhp.labelling.labellers"]  # under TYPE_CHECKING only
+    assert "drlhp.labelling.answers" in graph["drlhp.labelling.protocols"]  # under TYPE_CHECKING only
     assert all(layer_of(m) in LAYERS for m in graph)  # every module has a layer
 
 
@@ -128,7 +128,7 @@ def test_find_cycle_finds_one():
 
 
 def test_an_upward_import_is_named_with_both_layers():
-    graph = {"drlhp.reward.learner": {"drlhp.runtime.messages", "drlhp.labels.pref_db"}}
+    graph = {"drlhp.reward.learner": {"drlhp.runtime.messages", "drlhp.labels.database"}}
     assert upward_imports(graph) == ["drlhp.reward.learner (reward) -> drlhp.runtime.messages (runtime)"]
 
 

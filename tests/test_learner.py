@@ -9,10 +9,10 @@ from conftest import assert_same_in_float32
 
 from drlhp.clips.frames import infer_frame_spec
 from drlhp.clips.segments import Segment
-from drlhp.labels.pref_db import PrefBuffer
+from drlhp.labels.database import PrefBuffer
 from drlhp.reward.augment import NO_AUGMENTATION
 from drlhp.reward.learner import Learner, LearnerConfig, fit_normaliser
-from drlhp.reward.predictor import NetConfig, RewardPredictor
+from drlhp.reward.predictor import FORWARD_BATCH, NetConfig, RewardPredictor
 from drlhp.reward.torch_setup import torch_device
 from drlhp.storage.layout import LogDir
 
@@ -150,7 +150,7 @@ def test_train_reward_with_a_seed_starts_from_the_same_weights_each_time(tmp_pat
 
 
 def test_the_normaliser_is_fitted_on_every_frame_of_its_clips_however_many_are_unpacked_at_a_time():
-    labels = labelled(50, seed=2)  # about 75 training clips: more than two chunks of 32
+    labels = labelled(50, seed=2)  # about 75 training clips: more than one forward batch (40 clips of 5 frames)
     predictor = RewardPredictor(NetConfig(SPEC, dropout=0.0))
     clips = list(labels.train_db.segments.values())
     every_frame = predictor.member_rewards(np.concatenate([s.frames for s in clips]))
@@ -171,6 +171,25 @@ def test_the_normaliser_is_fitted_on_every_frame_of_its_clips_however_many_are_u
 
     some, _ = fit_normaliser(predictor, labels.train_db, 10, 0.05, np.random.default_rng(0), centre="mean")
     assert not np.allclose(some.centre, normaliser.centre)  # fewer clips than there are: a sample of them
+
+
+def test_the_normaliser_unpacks_no_more_clips_at_a_time_than_a_forward_batch_takes():
+    rng = np.random.default_rng(3)
+    buffer = PrefBuffer(100, 0.0)
+    for i in range(30):  # clips of 25 frames (Pong's length): 8 to a forward batch of 200 frames
+        a, b = (Segment(2 * i + k, rng.normal(size=(25, FEATURES)).astype(np.float32), np.zeros(25)) for k in (0, 1))
+        buffer.add(a, b, 1.0)
+    predictor = RewardPredictor(NetConfig(SPEC, dropout=0.0))
+    unpacked = []  # frames handed to the network at once
+    forward = predictor.member_rewards
+
+    def counting(frames: np.ndarray) -> np.ndarray:
+        unpacked.append(len(frames))
+        return forward(frames)
+
+    predictor.member_rewards = counting  # type: ignore[method-assign]
+    fit_normaliser(predictor, buffer.train_db, 512, 0.05, np.random.default_rng(0))
+    assert sum(unpacked) == 60 * 25 and max(unpacked) == FORWARD_BATCH
 
 
 def test_a_weight_average_follows_its_decay_and_weighs_early_steps_more():

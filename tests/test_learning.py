@@ -10,7 +10,7 @@ from drlhp import PrefDB
 from drlhp.clips.cutting import SegmentBuilder
 from drlhp.clips.frames import infer_frame_spec
 from drlhp.clips.segments import Segment
-from drlhp.labelling.labellers import SyntheticLabeller
+from drlhp.labelling.protocols import SyntheticLabeller
 from drlhp.reward.predictor import ARCHS, NetConfig, RewardPredictor
 from drlhp.reward.trainer import RewardTrainer
 

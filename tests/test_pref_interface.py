@@ -5,7 +5,7 @@ import pytest
 
 from drlhp.clips.segments import Segment
 from drlhp.labelling.interface import PrefInterface, PrefInterfaceConfig
-from drlhp.labelling.labellers import SyntheticLabeller
+from drlhp.labelling.protocols import SyntheticLabeller
 from drlhp.labels.stream import ForgetSegment, Preference, SegmentData
 
 

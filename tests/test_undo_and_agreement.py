@@ -14,9 +14,9 @@ from drlhp import HumanPreferencesEnvWrapper
 from drlhp.clips.segments import Segment
 from drlhp.errors import ConfigError, NothingToUndo
 from drlhp.labelling.interface import PrefInterface, PrefInterfaceConfig
-from drlhp.labelling.labellers import UNDO, SyntheticLabeller, SyntheticTeacher
+from drlhp.labelling.protocols import UNDO, SyntheticLabeller, SyntheticTeacher
+from drlhp.labels.database import PrefBuffer
 from drlhp.labels.journal import JournalWriter
-from drlhp.labels.pref_db import PrefBuffer
 from drlhp.labels.stream import Preference, Retraction, SecondAnswer
 
 

@@ -9,10 +9,10 @@ import numpy as np
 
 from drlhp.cli.offline import spearman
 from drlhp.errors import FileFormatError, MissingExtraError, MissingFileError
-from drlhp.labels.pref_db import PrefBuffer
+from drlhp.labels.database import PrefBuffer
 from drlhp.reward.predictor import RewardPredictor
+from drlhp.storage.curve_csv import read_learning_curve, smooth
 from drlhp.storage.layout import LogDir
-from drlhp.storage.learning_curve import read_learning_curve, smooth
 
 RECENT_CLIPS = 300
 SMOOTHING_EPISODES = 20

@@ -23,7 +23,7 @@ from drlhp.config import PreferenceConfig
 from drlhp.labelling.answers import LABEL_NAMES
 from drlhp.labelling.display import auto_zoom, compose_pair, display_problem, displayable
 from drlhp.labels.agreement import Agreement
-from drlhp.labels.pref_db import PrefBuffer, PrefDB
+from drlhp.labels.database import PrefBuffer, PrefDB
 from drlhp.storage.layout import TRAIN_FILE, VAL_FILE
 
 WINDOW = "drlhp: saved preference"

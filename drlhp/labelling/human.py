@@ -30,7 +30,7 @@ from drlhp.labelling.display import (
     require_images,
     zoomed,
 )
-from drlhp.labelling.labellers import UNDO, Undo
+from drlhp.labelling.protocols import UNDO, Undo
 from drlhp.labelling.terminal import HELP, TerminalPrompt, parse_answer, terminal_problem
 from drlhp.labelling.x11_remap import remap_own_window
 from drlhp.storage.run_dir import log_human_label

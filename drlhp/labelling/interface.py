@@ -26,7 +26,9 @@ from dataclasses import dataclass, field
 from drlhp.clips.segments import PackedSegment, Segment, pack
 from drlhp.errors import ConfigError, NothingToUndo
 from drlhp.labelling.answers import Answer, TakeBack
-from drlhp.labelling.labellers import (
+from drlhp.labelling.ledger import AnswerLedger, Recorded
+from drlhp.labelling.pair_selection import DEFAULT_N_CANDIDATES, DisagreementScorer
+from drlhp.labelling.protocols import (
     UNDO,
     ConcurrentLabeller,
     GivesSecondOpinions,
@@ -35,8 +37,6 @@ from drlhp.labelling.labellers import (
     ShowsEpisodes,
     TimesAnswers,
 )
-from drlhp.labelling.ledger import AnswerLedger, Recorded
-from drlhp.labelling.pair_selection import DEFAULT_N_CANDIDATES, DisagreementScorer
 from drlhp.labelling.schedule import LabelSchedule
 from drlhp.labels.agreement import Agreement
 from drlhp.labels.journal import JournalWriter
@@ -108,7 +108,7 @@ class PrefInterface:
         self._again: list[tuple[Segment, Segment]] = []  # pairs to ask before any other, the next on top
         self.scorer, self.n_candidates = scorer, config.n_candidates
         self.schedule = config.schedule
-        # What the labeller can do, from the protocols it meets (drlhp.labelling.labellers), found once.
+        # What the labeller can do, from the protocols it meets (drlhp.labelling.protocols), found once.
         self._pool = labeller if isinstance(labeller, ConcurrentLabeller) else None
         self.concurrent = self._pool is not None  # pairs on offer, answers as they come (not label(a, b))
         self._watcher = labeller if isinstance(labeller, ShowsEpisodes) else None

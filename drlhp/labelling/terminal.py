@@ -13,7 +13,7 @@ import select
 
 from drlhp.errors import InvalidAnswer  # noqa: F401  (importable from here, as before)
 from drlhp.labelling.answers import LABELS, TYPED, Choice, parse_typed
-from drlhp.labelling.labellers import UNDO, Undo
+from drlhp.labelling.protocols import UNDO, Undo
 
 #: What a person types, and the label it means (P(left clip is better)): from the one map in answers.py.
 ANSWERS = {word: LABELS[answer] for word, answer in TYPED.items() if answer is not Choice.SKIP}

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from drlhp.clips.frames import FrameSpec, check_format
 from drlhp.clips.segments import PackedSegment
 from drlhp.labels.agreement import Agreement
+from drlhp.labels.database import PrefBuffer
 from drlhp.labels.journal import remove_journal
-from drlhp.labels.pref_db import PrefBuffer
 from drlhp.labels.stream import ForgetSegment, LabelRecord, Preference, Retraction, SecondAnswer, SegmentData
 from drlhp.storage.layout import LogDir
 from drlhp.storage.run_dir import refuse_earlier_labels

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from drlhp.errors import NoLabelsError
-from drlhp.labels.pref_db import PrefDB
+from drlhp.labels.database import PrefDB
 from drlhp.reward.augment import Augmentation
 from drlhp.reward.bootstrap import member_batches
 from drlhp.reward.normaliser import DEFAULT_REWARD_CENTRE, MIN_STD, RewardCentre, RewardNormaliser, centre_gap

@@ -11,8 +11,8 @@ from __future__ import annotations
 import queue
 
 from drlhp.labelling.interface import EarlierLabels, PrefInterface, PrefInterfaceConfig
-from drlhp.labelling.labellers import Labeller, ServesPage, SyntheticLabeller
 from drlhp.labelling.pair_selection import DisagreementScorer
+from drlhp.labelling.protocols import Labeller, ServesPage, SyntheticLabeller
 from drlhp.labels.journal import JournalWriter
 from drlhp.reward.torch_setup import set_up_torch
 from drlhp.runtime.messages import RunStart

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from drlhp.clips.frames import FrameSpec
 from drlhp.config import PreferenceConfig
 from drlhp.labelling.human import HumanConfig
-from drlhp.labelling.labellers import Labeller, SyntheticTeacher
+from drlhp.labelling.protocols import Labeller, SyntheticTeacher
 from drlhp.labelling.schedule import LabelSchedule
 from drlhp.labels.store import LabelStoreConfig
 from drlhp.reward.learner import LearnerConfig

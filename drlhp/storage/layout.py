@@ -4,14 +4,14 @@
 
   log_dir/
     drlhp.lock                          one run at a time (drlhp.storage.lock)
-    train.pkl.gz, val.pkl.gz            the label snapshot (drlhp.labels.pref_db)
+    train.pkl.gz, val.pkl.gz            the label snapshot (drlhp.labels.database)
     label_journal/<first seq>.journal   labels since the snapshot (drlhp.labels.journal)
     reward_predictor_checkpoints/
       reward_predictor.ckpt             the reward network and its normaliser
       optimizer_state.pt                Adam's state, so a resumed run trains on as if never stopped
     reward_training_metrics.csv         a row per checkpoint
     human_labels.csv                    a row per answer a person gave
-    learning_curve.csv                  the examples' episodes (drlhp.storage.learning_curve)
+    learning_curve.csv                  the examples' episodes (drlhp.storage.curve_csv)
     drlhp_plot.png                      ``drlhp plot``'s figure
 
 A directory given as ``prefs_dir`` is read as a ``log_dir`` too: its snapshot and journal.

@@ -53,7 +53,7 @@ def run_reward_trainer(config: TrainerConfig, pref_queue, run_start, commands, r
         return
     set_up_torch(config.torch_threads, config.seed)
     try:
-        trainer = RewardTrainerProcess(config, pref_queue, commands, replies, stop, stats)
+        trainer = TrainerProcess(config, pref_queue, commands, replies, stop, stats)
     except STARTUP_ERRORS as e:
         replies.put(TrainerFailed(e))
         stop.wait()
@@ -87,7 +87,7 @@ class LabelReceiver(threading.Thread):
             self.done.set()
 
 
-class RewardTrainerProcess:
+class TrainerProcess:
     """The trainer process's main thread; ``run()`` returns when asked to stop."""
 
     def __init__(self, config: TrainerConfig, pref_queue, commands, replies, stop: StopFlag,

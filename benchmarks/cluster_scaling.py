@@ -163,10 +163,10 @@ def measure_bandwidth(seconds: float, clips_per_second: float) -> None:
     steps = sum(c["steps"] for c in counts)
     print(f"Pong, 2 runners, {elapsed:.0f} s: {steps / elapsed:.0f} env steps/s; clips cut {cut / elapsed:.1f}/s "
           f"({cut * clip_mb / elapsed:.1f} MB/s uncompressed)")
+    per_clip = stats["clip_bytes_received"] / max(1, stats["runner_clips_received"])
     print(f"  sent {sum(c['clips_sent'] for c in counts) / elapsed:.1f} clips/s (cap {clips_per_second:g}); service "
           f"received {stats['clip_bytes_received'] / elapsed / 1e3:.1f} kB/s "
-          f"({stats['clip_bytes_received'] / max(1, stats['clips_received']) / 1e3:.1f} kB per clip, "
-          f"{clip_mb * 1e6 / (stats['clip_bytes_received'] / max(1, stats['clips_received'])):.0f}x compressed); "
+          f"({per_clip / 1e3:.1f} kB per clip, {clip_mb * 1e6 / per_clip:.0f}x compressed); "
           f"{stats['clips_over_cap']} over the cap")
     print("  the service answers " + " | ".join(f"{rate:,.0f} add_clips calls/s {what}"
                                                 for what, rate in calls.items()))

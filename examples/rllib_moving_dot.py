@@ -101,7 +101,8 @@ def train(algo, service: PreferenceService, args: argparse.Namespace) -> None:
         true_return = runners.get("drlhp_true_episode_return", float("nan"))
         d = result["drlhp"]
         print(f"step {steps:6d} | {steps / (time.monotonic() - start):4.0f} SPS | true return {true_return:5.1f} | "
-              f"labels {d['run_labels']:4d} | clips in {d['clips_received']} ({d['clips_over_cap']} over the cap) "
+              f"labels {d['run_labels']:4d} | clips in {d['runner_clips_received']} "
+              f"({d['clips_over_cap']} over the cap) "
               f"| reward training step {d['training_steps']}", flush=True)
     stats = service.stats()
     print(f"done: mean true return of the last 100 episodes {true_return:.1f} (random policy: about 35); labels: "

@@ -202,7 +202,7 @@ def test_clips_from_two_runners_reach_one_database_and_weights_reach_the_runners
         assert all(c["clips_sent"] > 0 for c in counts)
         service.wait_for_reward_predictor(timeout=120)
         stats = service.stats()
-        assert stats["clips_received"] == sum(c["clips_sent"] for c in counts)  # none lost on the way
+        assert stats["runner_clips_received"] == sum(c["clips_sent"] for c in counts)  # none lost on the way
         assert stats["runner_env_steps"] > 0 and stats["env_steps"] == stats["runner_env_steps"]
         reward, info, training_step, expected = ray.get(runners[0].step_with_newest_weights.remote())
         assert training_step >= CLUSTER["n_initial_training_steps"]
@@ -254,7 +254,7 @@ def test_the_clip_cap_holds_for_the_cluster(idle_service):
     run_for(linked_env(idle_service.name, 4.0), linked_env(idle_service.name, 4.0), seconds=1.0)
     stats = idle_service.stats()
     elapsed = time.monotonic() - start
-    received, over_cap = (stats[k] - before[k] for k in ("clips_received", "clips_over_cap"))
+    received, over_cap = (stats[k] - before[k] for k in ("runner_clips_received", "clips_over_cap"))
     assert over_cap > 0, "the runners sent more than the cap"
     assert received - over_cap <= IDLE_RATE * elapsed + IDLE_RATE  # the rate over the whole time, plus one burst
 
@@ -274,7 +274,7 @@ def test_a_clip_of_the_wrong_shape_is_rejected_and_counted(idle_service):
     clip = PackedClip.pack(np.zeros((CLUSTER["segment_length"], 8, 8, 1), np.uint8), np.zeros(5), 1, 1)
     ray.get(idle_service.actor.add_clips.remote([clip], 5))
     stats = idle_service.stats()
-    assert [stats[k] - before[k] for k in ("clips_received", "clips_rejected", "clips_received")] == [1, 1, 0]
+    assert [stats[k] - before[k] for k in ("runner_clips_received", "clips_rejected", "clips_received")] == [1, 1, 0]
 
 
 def test_each_runner_keeps_to_its_share(idle_service):

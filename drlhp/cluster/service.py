@@ -73,7 +73,7 @@ class ServiceActor:
         self.pipeline = PreferencePipeline(config, frame_spec, n_envs=1)
         # A second of clips at once at most: runners flush twice a second.
         self._cap = RateCap(clips_per_second, burst=clips_per_second)
-        self.counts = {"clips_received": 0, "clips_over_cap": 0, "clips_dropped_busy": 0, "clips_rejected": 0,
+        self.counts = {"runner_clips_received": 0, "clips_over_cap": 0, "clips_dropped_busy": 0, "clips_rejected": 0,
                        "clip_bytes_received": 0, "runner_env_steps": 0, "weights_version": 0}
         self._weights: Any | None = None  # ObjectRef of the newest predictor's bytes
         self._published: RewardPredictor | None = None  # the predictor those bytes are of
@@ -100,7 +100,7 @@ class ServiceActor:
         self.counts["runner_env_steps"] += env_steps
         expected = (self.config.segment_length, *self.frame_spec.shape)
         for clip in clips:
-            self.counts["clips_received"] += 1
+            self.counts["runner_clips_received"] += 1
             self.counts["clip_bytes_received"] += clip.nbytes
             if clip.shape != expected or clip.dtype != self.frame_spec.dtype:
                 self.counts["clips_rejected"] += 1  # a runner's obs_transform_func changed its frames' shape

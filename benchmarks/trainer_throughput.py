@@ -68,7 +68,7 @@ def drlhp_pairs_per_s(name: str, segments, n_steps: int, rng, tmp: str) -> float
                                      n_initial_training_steps=10**9, log_dir=tmp + "/log", log_level=30,
                                      **SAME_AS_BARE)
     with env:
-        counter = lambda: env.stats()["training_steps"]  # noqa: E731
+        counter = lambda: env.stats().training_steps  # noqa: E731
         while counter() < 3:  # warm-up; the trainer process works on its own core
             time.sleep(0.05)
         first, start = counter(), time.perf_counter()

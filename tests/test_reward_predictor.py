@@ -11,11 +11,13 @@ from drlhp.reward.layers import SpatialSoftmax, peak_softmax, spatial_softmax
 from drlhp.reward.normaliser import MIN_STD, RewardNormaliser
 from drlhp.reward.predictor import (
     ARCHS,
+    FORWARD_INPUT_BYTES,
     FRAME_NORMS,
     MemberLinear,
     NetConfig,
     RewardPredictor,
     build_reward_net,
+    member_input,
     preference_accuracy,
     preference_loss,
 )
@@ -323,3 +325,66 @@ def test_a_step_taken_a_few_pairs_per_pass_is_the_same_step():
     # so a tensor whose gradients are all tiny keeps no precision of its own.
     grads = [torch.cat([p.grad.flatten() for p in t.predictor.net.parameters()]) for t in trainers]
     assert_same_in_float32(grads[1], grads[0])
+
+
+@pytest.mark.parametrize("frame_shape, n_members, n_pairs, passes", [
+    ((4, 84, 84), 1, 3, [2, 1]),  # Pong's frames: 5.6 MB of network input a pair, so 2 pairs a pass
+    ((64, 64), 1, 5, [4, 1]),  # MovingDot's: 0.8 MB a pair, so as many as a pass takes, 4
+    ((4, 84, 84), 3, 2, [1, 1]),  # an ensemble's members share a pass: a pair of each, its least
+])
+def test_a_pass_takes_as_many_pairs_as_its_input_bytes_allow(monkeypatch, frame_shape, n_members, n_pairs, passes):
+    import drlhp.reward.trainer as trainer_module
+
+    spec = infer_frame_spec(np.zeros(frame_shape, np.uint8))
+    trainer = RewardTrainer(RewardPredictor(NetConfig(spec, n_members=n_members)))
+    inputs = []  # (pairs, bytes) of each pass's network input
+    real = trainer_module.segment_returns
+
+    def recording(net, x, n_segments):
+        inputs.append((n_segments // 2, x.nbytes))
+        return real(net, x, n_segments)
+
+    monkeypatch.setattr(trainer_module, "segment_returns", recording)
+    clips = np.random.default_rng(0).integers(0, 256, (2, n_members, n_pairs, 25, *frame_shape), dtype=np.uint8)
+    labels = np.ones((n_members, n_pairs), np.float32)
+    trainer.train_step(clips[0], clips[1], labels)
+    trainer.evaluate([(clips[0, 0], clips[1, 0], labels[0])])
+    assert [pairs for pairs, _ in inputs] == passes * 2  # training, then evaluation
+    assert all(nbytes <= FORWARD_INPUT_BYTES or pairs == 1 for pairs, nbytes in inputs)
+
+
+@pytest.mark.parametrize("frame_shape, batches", [((4, 84, 84), [111, 111, 28]), ((64, 64), [200, 50])])
+def test_rewarding_many_frames_passes_no_more_input_at_once_than_its_bytes_allow(frame_shape, batches):
+    frames = np.random.default_rng(0).integers(0, 256, (250, *frame_shape), dtype=np.uint8)
+    predictor = RewardPredictor(NetConfig(infer_frame_spec(frames[0])))
+    passes = []
+    forward = predictor._forward
+
+    def recording(x: np.ndarray) -> torch.Tensor:
+        passes.append(len(x))
+        return forward(x)
+
+    predictor._forward = recording  # type: ignore[method-assign]
+    rewards = predictor.member_rewards(frames)
+    assert passes == batches and max(passes) * 4 * frames[0].size <= FORWARD_INPUT_BYTES
+    assert_same_in_float32(rewards, predictor.member_rewards(frames, batch_size=250))  # the same rewards in one pass
+
+
+def test_an_evaluation_in_batches_and_passes_scores_as_all_its_pairs_at_once():
+    rng = np.random.default_rng(4)
+    frames_a, frames_b = rng.normal(size=(2, 8, 5, 6)).astype(np.float32)
+    labels = np.array([1.0, 0.0, 0.5, 1.0, 1.0, 0.0, 0.5, 0.0], np.float32)
+    predictor = RewardPredictor(NetConfig(infer_frame_spec(frames_a[0, 0]), dropout=0.0, n_members=3),
+                                normaliser=RewardNormaliser((0.0, 0.1, -0.1), (1.0, 3.0, 0.5)))
+    trainer = RewardTrainer(predictor, noise_prob=0.1, pairs_per_pass=2)
+    batches = [(frames_a[i:i + 3], frames_b[i:i + 3], labels[i:i + 3]) for i in range(0, 8, 3)]  # 3, 3, 2 pairs
+
+    with torch.no_grad():
+        predictor.net.eval()
+        ra, rb = (predictor.net(member_input(torch.from_numpy(f.reshape(-1, 6)), 3)).view(8, 5, 3).sum(1)
+                  for f in (frames_a, frames_b))
+    target = torch.from_numpy(labels)
+    loss = float(preference_loss(ra, rb, target[:, None].expand_as(ra), 0.1))
+    weights = torch.tensor(predictor.normaliser.member_weights, dtype=torch.float32)
+    accuracy = preference_accuracy(ra @ weights, rb @ weights, target)[0]
+    assert trainer.evaluate(batches) == pytest.approx((loss, accuracy), rel=1e-5)

@@ -237,9 +237,17 @@ def sample_member_rewards(predictor: RewardPredictor, db: PrefDB, n_clips: int,
     """Each member's raw reward ``(N, M)`` on every frame of ``n_clips`` random clips of ``db`` (all if fewer)."""
     segments = list(db.segments.values())
     pick = rng.choice(len(segments), min(len(segments), n_clips), replace=False)
-    chunk = 32  # clips unpacked at a time: the frames of all 512 Atari clips would take 360 MB at once
-    return np.concatenate([predictor.member_rewards(np.concatenate([segments[i].frames for i in pick[j:j + chunk]]))
-                           for j in range(0, len(pick), chunk)])
+    lengths = [segments[i].packed_frames[1][0] for i in pick]
+    # Clips unpacked a forward pass at a time: the frames of all 512 Atari clips would take 360 MB at once, and
+    # more clips than a pass takes would only be more frames unpacked at once; the rewards go into one array made
+    # first, as in member_rewards (docs/benchmarks.md, "Memory").
+    chunk = max(1, predictor.forward_batch // max(lengths, default=1))
+    rewards, start = np.empty((sum(lengths), predictor.n_members)), 0
+    for j in range(0, len(pick), chunk):
+        frames = np.concatenate([segments[i].frames for i in pick[j:j + chunk]])
+        rewards[start:start + len(frames)] = predictor.member_rewards(frames)
+        start += len(frames)
+    return rewards
 
 
 def _by_member(db: PrefDB, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -68,6 +68,12 @@ DEFAULT_KEYPOINT_TEMPERATURE = 0.1
 DEFAULT_ENSEMBLE_SIZE = 1
 #: Dropout probability after each hidden layer by default (the keypoint network: its dense layers only).
 DEFAULT_DROPOUT = 0.2
+#: Frames a forward pass over many takes at most (``RewardPredictor.member_rewards``, the trainer's passes)...
+FORWARD_BATCH = 200
+#: ...and no more than keep its input (float32) within this many bytes: 111 Pong frames (84x84x4), 200 MovingDot
+#: frames. What a pass holds grows with its input: passes of 200 Pong frames took the reward trainer past its memory
+#: aim, and passes of half that size are no slower (docs/benchmarks.md, "Memory").
+FORWARD_INPUT_BYTES = 12 * 2**20
 
 
 @dataclass(frozen=True)
@@ -181,6 +187,11 @@ def _keypoint_body(config: NetConfig, in_shape: tuple) -> list[nn.Module]:
     return layers + [SpatialSoftmax(m, h, w, config.keypoint_temperature)]
 
 
+def frame_input_bytes(spec: FrameSpec) -> int:
+    """Bytes of one frame as the network takes it (float32)."""
+    return 4 * math.prod(spec.net_input_shape)
+
+
 def member_input(x: torch.Tensor, n_members: int) -> torch.Tensor:
     """The same net input for every member: ``(N, C, ...)`` -> ``(N, M*C, ...)``."""
     return x if n_members == 1 else _channels_last(x.repeat(1, n_members, *([1] * (x.dim() - 2))))
@@ -241,6 +252,8 @@ class RewardPredictor:
         self.net = net if net is not None else build_reward_net(config)
         self.normaliser = normaliser or RewardNormaliser((0.0,) * config.n_members, (1.0,) * config.n_members)
         self.training_step = training_step
+        #: Frames per forward pass of ``member_rewards``: ``FORWARD_BATCH``, fewer for large frames.
+        self.forward_batch = max(1, min(FORWARD_BATCH, FORWARD_INPUT_BYTES // frame_input_bytes(config.frame_spec)))
         self.device = torch.device("cpu")  # where the network is (see ``to``)
         self._off_cpu = False
         self._build_ops()
@@ -273,17 +286,23 @@ class RewardPredictor:
         return x.cpu() if self._off_cpu else x
 
     @torch.inference_mode()
-    def member_rewards(self, frames: np.ndarray, batch_size: int = 200) -> np.ndarray:
-        """Each member's unnormalised per-frame rewards ``(N, M)`` of ``frames`` ``(N, *frame_shape)``, eval mode."""
-        out = [self._forward(frames[i:i + batch_size]) for i in range(0, len(frames), batch_size)]
-        return torch.cat(out).numpy().astype(np.float64) if out else np.zeros((0, self.n_members))
+    def member_rewards(self, frames: np.ndarray, batch_size: int | None = None) -> np.ndarray:
+        """Each member's unnormalised per-frame rewards ``(N, M)`` of ``frames`` ``(N, *frame_shape)``, eval mode,
+        ``batch_size`` frames a pass (None: ``forward_batch``)."""
+        batch_size = batch_size or self.forward_batch
+        # One array made before the passes, not each pass's output kept: kept, those would sit among the passes' large
+        # freed buffers and make the allocator take fresh memory for the next ones (docs/benchmarks.md, "Memory").
+        rewards = np.empty((len(frames), self.n_members))
+        for i in range(0, len(frames), batch_size):
+            rewards[i:i + batch_size] = self._forward(frames[i:i + batch_size]).numpy()
+        return rewards
 
-    def raw_rewards(self, frames: np.ndarray, batch_size: int = 200) -> np.ndarray:
+    def raw_rewards(self, frames: np.ndarray, batch_size: int | None = None) -> np.ndarray:
         """Unnormalised per-frame rewards ``(N,)``: the members' mean."""
         return self.member_rewards(frames, batch_size).mean(axis=1)
 
-    def normalised_rewards(self, frames: np.ndarray, batch_size: int = 200) -> np.ndarray:
-        """What the agent gets for each of many frames ``(N,)``, in batches of ``batch_size``."""
+    def normalised_rewards(self, frames: np.ndarray, batch_size: int | None = None) -> np.ndarray:
+        """What the agent gets for each of many frames ``(N,)``, in batches as ``member_rewards`` takes them."""
         return self.normaliser(self.member_rewards(frames, batch_size))
 
     def rewards(self, frames: np.ndarray) -> np.ndarray:

@@ -12,7 +12,9 @@ from drlhp.clips.frames import frames_to_net_input
 from drlhp.errors import ConfigError
 from drlhp.reward.augment import NO_AUGMENTATION, Augmentation, random_shift, temporal_crop
 from drlhp.reward.predictor import (
+    FORWARD_INPUT_BYTES,
     RewardPredictor,
+    frame_input_bytes,
     member_input,
     members_input,
     preference_accuracy,
@@ -50,6 +52,18 @@ def pseudo_labels(return_diff: torch.Tensor, threshold: float) -> tuple[torch.Te
 FRAMES_PASS_PAIRS = 4  # pairs per pass for one network (below)
 
 
+def _overall_accuracy(scores: Iterable[tuple[float, int]]) -> float:
+    """The accuracy over all pairs of several passes, from each pass's ``preference_accuracy``.
+
+    A step or an evaluation keeps each pass's score, not its returns: a small tensor kept from pass to pass
+    sits among the passes' large freed buffers, and the allocator then takes fresh memory for the next ones
+    (a validation grew the trainer by 100-200 MiB; docs/benchmarks.md, "Memory").
+    """
+    scores = list(scores)
+    strict = sum(k for _, k in scores)
+    return sum(accuracy * k for accuracy, k in scores if k) / strict if strict else float("nan")
+
+
 class RewardTrainer:
     """Adam on the Bradley-Terry loss, summed over the ensemble's members.
 
@@ -61,8 +75,9 @@ class RewardTrainer:
     summed over the passes: the same step as one pass (but for batchnorm statistics,
     which then come from one pass's frames), with a fraction of the memory and no
     slower. An ensemble's members share a pass (as channels), so by default a pass
-    takes 4 // M pairs of each member: a pass holds the frames of 4 pairs whatever M
-    is, which kept the trainer's memory and step time down (docs/benchmarks.md, "Memory").
+    takes 4 // M pairs of each member, and fewer where their frames would take more
+    than ``FORWARD_INPUT_BYTES`` (2 Pong pairs), which keeps the trainer's memory and
+    step time down (docs/benchmarks.md, "Memory").
     """
 
     def __init__(self, predictor: RewardPredictor, lr: float = 3e-4, noise_prob: float = 0.0,
@@ -77,8 +92,8 @@ class RewardTrainer:
         self.generator = torch.Generator().manual_seed(int(self.rng.integers(2 ** 62)))
         #: Share of the last step's unlabelled pairs confident enough to be pseudo-labelled (nan: none given).
         self.pseudo_label_fraction = float("nan")
-        # Each member's frames ride in the same pass (as channels): keep a pass's frames as for one network.
-        self.pairs_per_pass = pairs_per_pass or max(1, FRAMES_PASS_PAIRS // predictor.n_members)
+        self.pairs_per_pass = pairs_per_pass  # None: as many as fit (``_passes``)
+        self._frame_bytes = frame_input_bytes(predictor.config.frame_spec)
         self._lr, self._weight_decay = lr, weight_decay
         self._optimizer: torch.optim.Adam | None = None
 
@@ -129,8 +144,15 @@ class RewardTrainer:
         returns = segment_returns(self.predictor.net, x, 2 * n)
         return returns[:n], returns[n:]
 
-    def _passes(self, n: int) -> Iterator[slice]:
-        return (slice(i, i + self.pairs_per_pass) for i in range(0, n, self.pairs_per_pass))
+    def _passes(self, n: int, clip_length: int) -> Iterator[slice]:
+        """The pairs of each pass over ``n`` pairs of clips of ``clip_length`` frames."""
+        per_pass = self.pairs_per_pass
+        if per_pass is None:
+            # Each member's frames ride in the same pass (as channels): a pass's frames are as for one network.
+            m = self.n_members
+            pair_bytes = 2 * clip_length * m * self._frame_bytes
+            per_pass = max(1, min(FRAMES_PASS_PAIRS // m, FORWARD_INPUT_BYTES // pair_bytes))
+        return (slice(i, i + per_pass) for i in range(0, n, per_pass))
 
     def _crop(self, frames_a: np.ndarray, frames_b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         if self.augmentation.crop_min_length is None:
@@ -150,21 +172,20 @@ class RewardTrainer:
         self.predictor.net.train()
         self.optimizer.zero_grad(set_to_none=True)
         frames_a, frames_b = self._crop(frames_a, frames_b)
-        n, loss, returns = labels.shape[1], 0.0, []
-        for part in self._passes(n):
+        n, loss, scores = labels.shape[1], 0.0, []
+        for part in self._passes(n, frames_a.shape[2]):
             ra, rb = self._member_returns(frames_a[:, part], frames_b[:, part])
             # Summed over members (each learns at full strength from its own pairs), a mean over pairs.
             part_labels = torch.from_numpy(labels[:, part]).to(self.predictor.device)
             part_loss = preference_loss(ra, rb, part_labels, self.noise_prob) * (self.n_members * ra.shape[1] / n)
             part_loss.backward()
             loss += part_loss.item() / self.n_members
-            returns.append((ra.detach().cpu(), rb.detach().cpu()))
+            scores.append(preference_accuracy(ra.detach().flatten(), rb.detach().flatten(), part_labels.flatten()))
         if unlabelled is not None and self.augmentation.pseudo_label_threshold is not None:
             self._pseudo_label_gradients(*unlabelled)
         self.optimizer.step()
         self.predictor.training_step += 1
-        ra, rb = torch.cat([a for a, _ in returns], 1), torch.cat([b for _, b in returns], 1)
-        return loss, preference_accuracy(ra.flatten(), rb.flatten(), torch.from_numpy(labels).flatten())[0]
+        return loss, _overall_accuracy(scores)
 
     def _pseudo_label_gradients(self, frames_a: np.ndarray, frames_b: np.ndarray) -> None:
         """SURF's semi-supervised term: on unlabelled pairs ``(M, n, length, ...)``, each member learns the side
@@ -173,7 +194,7 @@ class RewardTrainer:
         assert threshold is not None  # train_step calls this only with a threshold
         frames_a, frames_b = self._crop(frames_a, frames_b)
         n, confident = frames_a.shape[1], 0
-        for part in self._passes(n):
+        for part in self._passes(n, frames_a.shape[2]):
             ra, rb = self._member_returns(frames_a[:, part], frames_b[:, part])
             diff = ra - rb
             sure, labels = pseudo_labels(diff.detach(), threshold)
@@ -193,15 +214,16 @@ class RewardTrainer:
         unpacked at once takes gigabytes (docs/benchmarks.md, "Memory").
         """
         self.predictor.net.eval()
-        returns, all_labels = [], []
+        weights = torch.tensor(self.predictor.normaliser.member_weights, dtype=torch.float32)
+        loss_sum, n, scores = 0.0, 0, []
         for frames_a, frames_b, labels in batches:
-            returns += [self._shared_returns(frames_a[part], frames_b[part]) for part in self._passes(len(labels))]
-            all_labels.append(labels)
-        ra, rb = torch.cat([a for a, _ in returns]).cpu(), torch.cat([b for _, b in returns]).cpu()  # (n, M)
-        target = torch.from_numpy(np.concatenate(all_labels))
-        loss = preference_loss(ra, rb, target[:, None].expand_as(ra), self.noise_prob)
-        weights = torch.tensor(self.predictor.normaliser.member_weights, dtype=ra.dtype)
-        return float(loss), preference_accuracy(ra @ weights, rb @ weights, target)[0]
+            for part in self._passes(len(labels), frames_a.shape[1]):
+                ra, rb = (r.cpu() for r in self._shared_returns(frames_a[part], frames_b[part]))  # (n, M) each
+                target = torch.from_numpy(labels[part])
+                loss_sum += float(preference_loss(ra, rb, target[:, None].expand_as(ra), self.noise_prob)) * len(target)
+                n += len(target)
+                scores.append(preference_accuracy(ra @ weights, rb @ weights, target))
+        return (loss_sum / n if n else float("nan")), _overall_accuracy(scores)
 
     # -- resuming ----------------------------------------------------------------------
     def save_state(self, path: str) -> None:

@@ -41,8 +41,8 @@ from drlhp.labelling.pair_selection import preference_disagreement
 from drlhp.reward.augment import Augmentation
 from drlhp.reward.bootstrap import member_batches
 from drlhp.reward.normaliser import RewardNormaliser
+from drlhp.reward.optimiser import RewardOptimiser, adapted_l2
 from drlhp.reward.predictor import DEFAULT_KEYPOINT_TEMPERATURE, NetConfig, RewardPredictor
-from drlhp.reward.trainer import RewardTrainer, adapted_l2
 
 DEFAULTS = PreferenceConfig()
 MILESTONES = (100, 250, 500, 1000)
@@ -67,22 +67,22 @@ VARIANTS = {
 }
 
 
-def train(trainer, pairs, clips, steps, rng) -> float:
+def train(optimiser, pairs, clips, steps, rng) -> float:
     """``steps`` training steps on ``pairs`` [(a, b, label)] (indices into ``clips``), bootstrap batches of
     ``DEFAULTS.reward_predictor_batch_size``; returns the seconds they took."""
     size = DEFAULTS.reward_predictor_batch_size
     labelled = np.unique([p[:2] for p in pairs])
     start = time.perf_counter()
     for _ in range(steps):
-        idx = member_batches(pairs, trainer.n_members, size, rng)
+        idx = member_batches(pairs, optimiser.n_members, size, rng)
         fa = np.stack([[clips[pairs[i][0]].frames for i in row] for row in idx])
         fb = np.stack([[clips[pairs[i][1]].frames for i in row] for row in idx])
         labels = np.array([[pairs[i][2] for i in row] for row in idx], np.float32)
         unlabelled = None
-        if trainer.augmentation.pseudo_label_threshold is not None:  # as the trainer does: new pairings of its clips
-            pick = labelled[rng.integers(0, len(labelled), (trainer.n_members, size, 2))]
+        if optimiser.augmentation.pseudo_label_threshold is not None:  # as the trainer does: new pairings of its clips
+            pick = labelled[rng.integers(0, len(labelled), (optimiser.n_members, size, 2))]
             unlabelled = tuple(np.stack([[clips[i].frames for i in row] for row in pick[..., side]]) for side in (0, 1))
-        trainer.train_step(fa, fb, labels, unlabelled)
+        optimiser.train_step(fa, fb, labels, unlabelled)
     return time.perf_counter() - start
 
 
@@ -121,7 +121,7 @@ def run(task):
     spec = infer_frame_spec(stream[0].frames[0])
     predictor = RewardPredictor(NetConfig(spec, dropout=DEFAULTS.reward_predictor_dropout, n_members=members,
                                           arch=arch, keypoint_temperature=temperature))
-    trainer = RewardTrainer(predictor, lr=DEFAULTS.reward_predictor_lr, noise_prob=DEFAULTS.noise_prob,
+    optimiser = RewardOptimiser(predictor, lr=DEFAULTS.reward_predictor_lr, noise_prob=DEFAULTS.noise_prob,
                             weight_decay=DEFAULTS.reward_predictor_weight_decay, augmentation=augmentation, seed=seed)
     rng, answer_rng = np.random.default_rng(seed), random.Random(seed)
     teacher, pairs, asked, results, seconds = TEACHERS[teacher_name], [], set(), {}, 0.0
@@ -135,10 +135,10 @@ def run(task):
                 pairs.append((a, b, label))
         # As drlhp's trainer does: every fifth label is held out for validation, which steers adaptive L2.
         held_out, rest = pairs[4::5], [p for i, p in enumerate(pairs) if i % 5 != 4]
-        seconds += train(trainer, rest, stream, round(steps_per_label * ROUND), rng)
+        seconds += train(optimiser, rest, stream, round(steps_per_label * ROUND), rng)
         if len(pairs) % (4 * ROUND) == 0:
-            trainer.weight_decay = adapted_l2(trainer.weight_decay, loss(trainer, stream, held_out),
-                                              loss(trainer, stream, rest))
+            optimiser.weight_decay = adapted_l2(optimiser.weight_decay, loss(optimiser, stream, held_out),
+                                              loss(optimiser, stream, rest))
         if len(pairs) in MILESTONES:
             returns = clip_returns(predictor, [fresh[i] for i in used])
             predictor.normaliser = RewardNormaliser.fit(returns, 1.0)  # weights the members as the agent's reward does
@@ -152,10 +152,10 @@ def run(task):
     return task, results
 
 
-def loss(trainer, clips, pairs):
+def loss(optimiser, clips, pairs):
     fa = np.stack([clips[a].frames for a, _, _ in pairs])
     fb = np.stack([clips[b].frames for _, b, _ in pairs])
-    return trainer.evaluate([(fa, fb, np.array([lab for _, _, lab in pairs], np.float32))])[0]
+    return optimiser.evaluate([(fa, fb, np.array([lab for _, _, lab in pairs], np.float32))])[0]
 
 
 def main() -> None:

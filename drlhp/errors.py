@@ -7,6 +7,11 @@ stay built-in types: they are not yours to handle.
 """
 from __future__ import annotations
 
+#: The last commit of drlhp that reads files of its earlier, unreleased forms (a reward checkpoint of format v1 or
+#: without every network setting, a preference database of versions 1-3): loading one there and saving it again
+#: converts it, and the errors for such files say so.
+LAST_TO_CONVERT = "18477f6"
+
 
 class DrlhpError(Exception):
     """The root of every error drlhp defines."""
@@ -66,7 +71,7 @@ class PrefDBFormatError(FileFormatError):
 
 
 class CheckpointFormatError(FileFormatError):
-    """A reward-predictor checkpoint is corrupt, of another program, or holds more than tensors."""
+    """A reward-predictor checkpoint is corrupt, of another program or an earlier drlhp, or holds more than tensors."""
 
 
 class PreferenceServiceDied(DrlhpError, RuntimeError):

@@ -9,8 +9,8 @@ from drlhp.cli.offline import train_reward
 from drlhp.clips.frames import frames_to_net_input, infer_frame_spec
 from drlhp.clips.segments import Segment
 from drlhp.reward.augment import random_shift, temporal_crop
+from drlhp.reward.optimiser import Augmentation, RewardOptimiser, pseudo_labels
 from drlhp.reward.predictor import NetConfig, RewardPredictor
-from drlhp.reward.trainer import Augmentation, RewardTrainer, pseudo_labels
 
 
 def numbered_clips(m, n, length, side=8):
@@ -60,10 +60,10 @@ def test_an_augmented_step_keeps_the_labels_and_reduces_the_loss(one_torch_threa
     frames = rng.integers(0, 256, (2, 8, 25, 32, 32, 1), dtype=np.uint8)
     labels = (rng.random(8) > 0.5).astype(np.float32)
     torch.manual_seed(0)
-    trainer = RewardTrainer(RewardPredictor(NetConfig(infer_frame_spec(frames[0, 0, 0]), dropout=0.0)), lr=3e-3,
+    optimiser = RewardOptimiser(RewardPredictor(NetConfig(infer_frame_spec(frames[0, 0, 0]), dropout=0.0)), lr=3e-3,
                             augmentation=Augmentation(shift=4, crop_min_length=15), seed=0)
     before = labels.copy()
-    losses = [trainer.train_step(frames[0], frames[1], labels)[0] for _ in range(60)]
+    losses = [optimiser.train_step(frames[0], frames[1], labels)[0] for _ in range(60)]
     np.testing.assert_array_equal(labels, before)
     assert np.mean(losses[-10:]) < np.mean(losses[:10])
 
@@ -81,10 +81,10 @@ def test_pseudo_labels_train_only_confident_pairs():
     frames = rng.integers(0, 256, (2, 1, 4, 5, 16, 16, 1), dtype=np.uint8)
     labels = np.ones((1, 4), np.float32)
     predictor = RewardPredictor(NetConfig(infer_frame_spec(frames[0, 0, 0, 0]), dropout=0.0))
-    unsure = RewardTrainer(predictor, augmentation=Augmentation(pseudo_label_threshold=0.999))
+    unsure = RewardOptimiser(predictor, augmentation=Augmentation(pseudo_label_threshold=0.999))
     unsure.train_step(frames[0], frames[1], labels, unlabelled=(frames[1], frames[0]))
     assert unsure.pseudo_label_fraction == 0.0  # an untrained network is sure of nothing
-    eager = RewardTrainer(predictor, augmentation=Augmentation(pseudo_label_threshold=0.5000001))
+    eager = RewardOptimiser(predictor, augmentation=Augmentation(pseudo_label_threshold=0.5000001))
     eager.train_step(frames[0], frames[1], labels, unlabelled=(frames[1], frames[0]))
     assert eager.pseudo_label_fraction > 0.5
 

@@ -8,8 +8,8 @@ from conftest import assert_same_in_float32
 from drlhp.clips.frames import infer_frame_spec
 from drlhp.reward.bootstrap import bootstrap_counts, member_batches
 from drlhp.reward.normaliser import RewardNormaliser
-from drlhp.reward.predictor import ARCHS, CHECKPOINT_FORMAT, MemberLinear, NetConfig, RewardPredictor, member_input
-from drlhp.reward.trainer import RewardTrainer
+from drlhp.reward.optimiser import RewardOptimiser
+from drlhp.reward.predictor import ARCHS, CHECKPOINT_FORMAT, NetConfig, RewardPredictor, member_input
 
 FRAMES = np.random.default_rng(0).integers(0, 255, (6, 64, 64, 1), dtype=np.uint8)
 
@@ -57,9 +57,9 @@ def test_each_member_is_an_independent_network(frames, batchnorm, arch):
 def test_the_one_frame_path_matches_the_network_after_training_in_place(shape, arch):
     frames = np.random.default_rng(2).integers(0, 256, (16, *shape), dtype=np.uint8)
     p = ensemble(frames=frames, arch=arch)
-    trainer = RewardTrainer(p, lr=1e-2)  # the inference calls must see weights trained after they were built
+    optimiser = RewardOptimiser(p, lr=1e-2)  # the inference calls must see weights trained after they were built
     pairs = (np.stack([frames[:8].reshape(4, 2, *shape)] * 3), np.stack([frames[8:].reshape(4, 2, *shape)] * 3))
-    trainer.train_step(*pairs, np.ones((3, 4), np.float32))
+    optimiser.train_step(*pairs, np.ones((3, 4), np.float32))
     with torch.no_grad():
         net_input = torch.from_numpy(frames[:4]).float().permute(0, 3, 1, 2) / 255
         module_out = p.net.eval()(member_input(net_input, 3)).numpy()
@@ -70,14 +70,14 @@ def test_the_one_frame_path_matches_the_network_after_training_in_place(shape, a
 
 def test_a_training_step_moves_each_member_by_its_own_pairs_only():
     p = ensemble(dropout=0.0)
-    trainer = RewardTrainer(p, lr=1e-2)
+    optimiser = RewardOptimiser(p, lr=1e-2)
     before = copy.deepcopy(p.net.state_dict())
     fa = np.stack([FRAMES[None, :2]] * 3).repeat(4, axis=1)  # (3 members, 4 pairs, 2 frames, ...)
     fb = fa.copy()
     fb[1] = 255 - fb[1]
     # Members 0 and 2 get pairs of equal clips labelled "equally good": their loss is at its minimum, gradient 0.
     labels = np.array([[0.5] * 4, [1.0] * 4, [0.5] * 4], np.float32)
-    trainer.train_step(fa, fb, labels)
+    optimiser.train_step(fa, fb, labels)
     name, first = next(iter(p.net.named_parameters()))  # the first convolution's weights
     changed = (first.detach() - before[name]).abs().sum(dim=(1, 2, 3)).view(3, -1).sum(1)
     assert changed[1] > 0 and changed[0] == 0 and changed[2] == 0
@@ -94,19 +94,6 @@ def test_an_ensemble_checkpoint_holds_every_member_and_loads_without_code(tmp_pa
     assert q.n_members == 3 and q.normaliser == p.normaliser
     np.testing.assert_allclose(q.member_rewards(FRAMES), p.member_rewards(FRAMES))
     np.testing.assert_allclose(q.rewards(FRAMES), p.normaliser(p.member_rewards(FRAMES)), rtol=1e-5)
-
-
-def test_a_single_network_checkpoint_of_the_previous_format_still_loads(tmp_path):
-    p = ensemble(n_members=1, arch="atari")  # the only network there was
-    old = {k: v[0] if isinstance(m, MemberLinear) else v for (k, v), m in zip(
-        p.net.state_dict().items(), [m for m in p.net.modules() for _ in m.parameters(recurse=False)])}
-    config = p.config.to_dict()
-    del config["n_members"], config["arch"]
-    torch.save({"format": "drlhp-reward-predictor-v1", "net_config": config, "state_dict": old,
-                "normaliser": {"mean": 0.5, "std": 2.0, "scale": 0.05}, "training_step": 3}, tmp_path / "old.ckpt")
-    q = RewardPredictor.load(str(tmp_path / "old.ckpt"))
-    np.testing.assert_allclose(q.member_rewards(FRAMES), p.member_rewards(FRAMES), rtol=1e-6)
-    assert q.normaliser.centre == (0.5,) and q.training_step == 3
 
 
 def test_bootstrap_counts_are_poisson_1_fixed_per_label_and_independent_across_members():

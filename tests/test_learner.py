@@ -80,7 +80,7 @@ def test_a_learner_resumes_from_its_checkpoint_with_the_optimiser_state(tmp_path
     learner.checkpoint(labels.train_db, labels.val_db, evaluate=False)
     again = Learner(settings(), str(tmp_path), resume=True)
     assert again.step == 7 and again.checkpointed
-    assert again.trainer.optimizer.state_dict()["state"]  # Adam's moments came back
+    assert again.optimiser.optimizer.state_dict()["state"]  # Adam's moments came back
     assert Learner(settings(), str(tmp_path)).step == 0  # a new run starts afresh
 
 

@@ -11,8 +11,8 @@ from drlhp.clips.cutting import SegmentBuilder
 from drlhp.clips.frames import infer_frame_spec
 from drlhp.clips.segments import Segment
 from drlhp.labelling.protocols import SyntheticLabeller
+from drlhp.reward.optimiser import RewardOptimiser
 from drlhp.reward.predictor import ARCHS, NetConfig, RewardPredictor
-from drlhp.reward.trainer import RewardTrainer
 
 
 def random_segments(env, n, length, seed):
@@ -52,11 +52,11 @@ def test_learned_reward_ranks_held_out_frames_like_the_true_reward(arch, one_tor
     for _ in range(600):
         a, b = rng.choice(len(train), 2, replace=False)
         db.append(train[a], train[b], labeller.label(train[a], train[b]))
-    trainer = RewardTrainer(RewardPredictor(NetConfig(infer_frame_spec(train[0].frames[0]), arch=arch)))
+    optimiser = RewardOptimiser(RewardPredictor(NetConfig(infer_frame_spec(train[0].frames[0]), arch=arch)))
     frames = np.concatenate([s.frames for s in held_out])
     true = np.concatenate([s.rewards for s in held_out])
-    before = spearmanr(trainer.predictor.raw_rewards(frames), true).statistic
+    before = spearmanr(optimiser.predictor.raw_rewards(frames), true).statistic
     for _ in range(TRAIN_STEPS[arch]):
-        trainer.train_step(*db.batch(rng.integers(0, len(db), 16)))
-    after = spearmanr(trainer.predictor.raw_rewards(frames), true).statistic
+        optimiser.train_step(*db.batch(rng.integers(0, len(db), 16)))
+    after = spearmanr(optimiser.predictor.raw_rewards(frames), true).statistic
     assert after > max(0.85, before + 0.1), (before, after)

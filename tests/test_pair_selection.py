@@ -4,7 +4,7 @@ import pytest
 from drlhp.clips.segments import Segment
 from drlhp.labelling.interface import PrefInterface, PrefInterfaceConfig
 from drlhp.labelling.pair_selection import DisagreementScorer, preference_disagreement
-from drlhp.reward.trainer import L2_FACTOR, adapted_l2
+from drlhp.reward.optimiser import L2_FACTOR, adapted_l2
 
 
 class MemberColumns:

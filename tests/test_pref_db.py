@@ -1,4 +1,5 @@
 import gzip
+import json
 import os
 import pickle
 
@@ -7,6 +8,7 @@ import pytest
 
 from drlhp import PrefBuffer, PrefDB, PrefDBFormatError
 from drlhp.clips.segments import Segment
+from drlhp.errors import LAST_TO_CONVERT
 
 
 def seg(i, length=4, shape=(5, 5, 1)):
@@ -131,26 +133,6 @@ def test_clips_are_held_compressed_and_unpack_exactly():
     assert np.array_equal(frames_a[0], frames) and np.array_equal(frames_b[0], frames[::-1]) and labels[0] == 1.0
 
 
-def test_files_of_format_version_1_still_load(tmp_path):
-    """Version 1 (before clips were stored packed): raw frames in a gzip level-1 stream."""
-    import json
-
-    segs = [seg(i) for i in range(3)]
-    path = str(tmp_path / "train.pkl.gz")
-    header = {"format": "drlhp-prefdb", "version": 1, "maxlen": 10, "n_segments": 3, "n_prefs": 2,
-              "segment_shape": [4, 5, 5, 1], "frame_dtype": "|u1"}
-    with gzip.open(path, "wb") as f:
-        for array in [np.frombuffer(json.dumps(header).encode(), np.uint8), np.arange(3),
-                      np.stack([s.rewards for s in segs]), np.array([[0, 1], [2, 0]]), np.array([1.0, 0.5])]:
-            np.lib.format.write_array(f, array, allow_pickle=False)
-        for s in segs:
-            np.lib.format.write_array(f, s.frames, allow_pickle=False)
-    db = PrefDB.load(path)
-    assert list(db.prefs) == [(0, 1, 1.0), (2, 0, 0.5)] and db.n_labels_when_saved is None
-    assert list(db.labellers) == ["", ""] and np.isnan(db.answer_seconds).all()  # not recorded then
-    assert all(np.array_equal(db.segments[s.seg_id].frames, s.frames) for s in segs)
-
-
 def answered_db():
     """Six labels of the run (numbers 10-15) by two people, three of them answered a second time."""
     db = PrefDB(100)
@@ -247,45 +229,20 @@ def test_only_the_labels_labeller_retracts_it_and_only_once():
     assert buf.n_received == 6  # numbers are never reused
 
 
-def write_version_3(db: PrefDB, path: str, n_labels: int, val_fraction: float) -> None:
-    """``PrefDB.save`` as drlhp wrote version 3 (kept here so the reader is checked against it, not against itself)."""
-    import json
-
-    ids = sorted(db.segments)
-    first = db.segments[ids[0]]
-    header = {"format": "drlhp-prefdb", "version": 3, "maxlen": db.maxlen, "n_segments": len(ids),
-              "n_prefs": len(db), "segment_shape": list(first.packed_frames[1]),
-              "frame_dtype": first.packed_frames[2].str, "n_labels": n_labels, "val_fraction": val_fraction}
-    prefs = np.array(db.prefs, dtype=np.float64).reshape(-1, 3)
-    with gzip.GzipFile(path, mode="wb", compresslevel=0) as f:
-        for array in [np.frombuffer(json.dumps(header).encode(), dtype=np.uint8), np.array(ids, dtype=np.int64),
-                      np.stack([db.segments[i].rewards for i in ids]), prefs[:, :2].astype(np.int64),
-                      prefs[:, 2].copy(), np.array(list(db.labellers), dtype=str),
-                      np.array(db.answer_seconds, dtype=np.float64)]:
-            np.lib.format.write_array(f, array, allow_pickle=False)
-        for i in ids:
-            np.lib.format.write_array(f, np.frombuffer(db.segments[i].packed_frames[0], dtype=np.uint8),
-                                      allow_pickle=False)
-
-
-def test_files_of_format_version_3_still_load_with_their_numbers_unknown(tmp_path):
-    buf = PrefBuffer(max_prefs=100, val_fraction=0.2)
-    for i in range(6):
-        buf.add(seg(i), seg(i + 1), [1.0, 0.0, 0.5][i % 3], labeller="web:al", seconds=1.0 + i)
-    for db, path in zip((buf.train_db, buf.val_db), (tmp_path / "train.pkl.gz", tmp_path / "val.pkl.gz")):
-        write_version_3(db, str(path), 6, 0.2)
-    loaded = PrefBuffer.load(str(tmp_path), max_prefs=100, val_fraction=0.2)
-    db = loaded.train_db
-    assert list(db.prefs) == list(buf.train_db.prefs) and list(db.labellers) == ["web:al"] * 5
-    assert list(db.answer_seconds) == [1.0, 2.0, 3.0, 4.0, 6.0]  # label 4 went to validation
-    assert list(db.seqs) == [-1] * 5 and list(db.second_labellers) == [""] * 5 and db.agreement.n_pairs == 0
-    assert (loaded.retracted, loaded.instructions, loaded.n_received) == (set(), None, 6)
-    assert not loaded.retract(0, "web:al")  # its number was not recorded: nothing to match
-    loaded.add(seg(20), seg(21), 1.0, labeller="web:al")  # a resumed run goes on numbering from 6
-    assert loaded.retract(6, "web:al") and loaded.n_labels == 6
-    loaded.save(str(tmp_path))
-    again = PrefBuffer.load(str(tmp_path), max_prefs=100, val_fraction=0.2)
-    assert list(again.train_db.seqs) == [-1] * 5 and again.retracted == {6}
+@pytest.mark.parametrize("version", [1, 2, 3])
+def test_a_file_of_an_earlier_format_is_refused_naming_how_to_convert_it(tmp_path, version):
+    path = str(tmp_path / "train.pkl.gz")
+    header = {"format": "drlhp-prefdb", "version": version, "maxlen": 10, "n_segments": 0, "n_prefs": 0}
+    with gzip.open(path, "wb") as f:
+        np.lib.format.write_array(f, np.frombuffer(json.dumps(header).encode(), np.uint8), allow_pickle=False)
+    with pytest.raises(PrefDBFormatError, match=f"earlier, unreleased drlhp \\(format version {version}\\).*"
+                       f"commit {LAST_TO_CONVERT}.*PrefDB.load\\(path\\).save\\(path\\)"):
+        PrefDB.load(path)
+    header["version"] = 5
+    with gzip.open(path, "wb") as f:
+        np.lib.format.write_array(f, np.frombuffer(json.dumps(header).encode(), np.uint8), allow_pickle=False)
+    with pytest.raises(PrefDBFormatError, match="format version 5, of a newer drlhp"):
+        PrefDB.load(path)
 
 
 def test_a_file_whose_labels_disagree_with_its_answers_is_refused(tmp_path):

@@ -7,8 +7,10 @@ import torch
 from conftest import assert_same_in_float32
 
 from drlhp.clips.frames import frames_to_net_input, infer_frame_spec
+from drlhp.errors import LAST_TO_CONVERT, CheckpointFormatError
 from drlhp.reward.layers import SpatialSoftmax, peak_softmax, spatial_softmax
 from drlhp.reward.normaliser import MIN_STD, RewardNormaliser
+from drlhp.reward.optimiser import RewardOptimiser
 from drlhp.reward.predictor import (
     ARCHS,
     FORWARD_INPUT_BYTES,
@@ -21,7 +23,6 @@ from drlhp.reward.predictor import (
     preference_accuracy,
     preference_loss,
 )
-from drlhp.reward.trainer import RewardTrainer
 
 t = torch.tensor
 
@@ -124,18 +125,20 @@ def test_the_keypoint_network_drops_out_only_in_its_dense_head():
                                                 "Conv2d", "SpatialSoftmax"]
 
 
-def test_a_keypoint_checkpoint_from_before_the_temperature_setting_loads_with_temperature_1(tmp_path):
-    frames = np.random.default_rng(1).integers(0, 256, (5, 20, 20, 1), dtype=np.uint8)
-    p = RewardPredictor(NetConfig(infer_frame_spec(frames[0]), arch="keypoints", keypoint_temperature=1.0))
+@pytest.mark.parametrize("earlier", ["v1", "arch", "n_members", "keypoint_temperature", "frame_norm"])
+def test_a_checkpoint_of_an_earlier_drlhp_is_refused_naming_how_to_convert_it(tmp_path, earlier):
+    p = RewardPredictor(NetConfig(infer_frame_spec(np.zeros((20, 20, 1), np.uint8))))
     p.save(str(tmp_path / "r.ckpt"))
     state = torch.load(str(tmp_path / "r.ckpt"), weights_only=True)
-    del state["net_config"]["keypoint_temperature"]
+    if earlier == "v1":
+        state["format"] = "drlhp-reward-predictor-v1"
+    else:
+        del state["net_config"][earlier]
     torch.save(state, str(tmp_path / "old.ckpt"))
-    q = RewardPredictor.load(str(tmp_path / "old.ckpt"))
-    assert q.config.keypoint_temperature == 1.0
-    np.testing.assert_allclose(q.raw_rewards(frames), p.raw_rewards(frames))
-    with pytest.raises(ValueError, match="keypoint_temperature must be > 0"):
-        NetConfig(p.config.frame_spec, arch="keypoints", keypoint_temperature=0.0)
+    with pytest.raises(CheckpointFormatError, match=f"earlier, unreleased drlhp.*{'v1' if earlier == 'v1' else earlier}"
+                       f".*commit {LAST_TO_CONVERT}.*RewardPredictor.load\\(path\\).save\\(path\\)"):
+        RewardPredictor.load(str(tmp_path / "old.ckpt"))
+
 
 
 def test_checkpoint_with_code_in_it_is_refused(tmp_path):
@@ -220,21 +223,21 @@ def test_an_ensemble_reward_is_the_mean_of_its_members_normalised_rewards():
     np.testing.assert_allclose(norm(raw), each.mean(1))  # the tiny-scale member counts as much as the others
 
 
-def test_trainer_step_reduces_loss_on_a_fixed_batch():
+def test_optimiser_step_reduces_loss_on_a_fixed_batch():
     torch.manual_seed(0)
     rng = np.random.default_rng(0)
     frames_a = rng.integers(0, 256, (8, 3, 10), dtype=np.uint8).astype(np.float32) / 255
     frames_b = frames_a[:, :, ::-1].copy()
     labels = (frames_a[:, :, 0].sum(1) > frames_b[:, :, 0].sum(1)).astype(np.float32)
-    trainer = RewardTrainer(RewardPredictor(NetConfig(infer_frame_spec(frames_a[0, 0]), dropout=0.0)), lr=1e-2)
-    first, _ = trainer.evaluate([(frames_a, frames_b, labels)])
+    optimiser = RewardOptimiser(RewardPredictor(NetConfig(infer_frame_spec(frames_a[0, 0]), dropout=0.0)), lr=1e-2)
+    first, _ = optimiser.evaluate([(frames_a, frames_b, labels)])
     for _ in range(50):
-        trainer.train_step(frames_a, frames_b, labels)
-    last, acc = trainer.evaluate([(frames_a, frames_b, labels)])
-    assert last < first * 0.5 and acc == 1.0 and trainer.predictor.training_step == 50
+        optimiser.train_step(frames_a, frames_b, labels)
+    last, acc = optimiser.evaluate([(frames_a, frames_b, labels)])
+    assert last < first * 0.5 and acc == 1.0 and optimiser.predictor.training_step == 50
     # Evaluated a few pairs at a time (bounded memory), the figures are the same.
     halves = [(frames_a[i:i + 3], frames_b[i:i + 3], labels[i:i + 3]) for i in range(0, 8, 3)]
-    assert trainer.evaluate(halves) == pytest.approx((last, acc))
+    assert optimiser.evaluate(halves) == pytest.approx((last, acc))
 
 
 @pytest.mark.parametrize("arch", ARCHS)
@@ -249,18 +252,9 @@ def test_centred_frames_are_rewarded_the_same_whatever_the_backgrounds_brightnes
     assert not np.allclose(plain.raw_rewards(brighter), plain.raw_rewards(frames), atol=1e-5)
 
 
-def test_a_checkpoint_from_before_frame_norm_loads_with_frames_as_they_are(tmp_path):
-    frames = np.random.default_rng(1).integers(0, 256, (5, 20, 20, 1), dtype=np.uint8)
-    p = RewardPredictor(NetConfig(infer_frame_spec(frames[0]), frame_norm="none"))
-    p.save(str(tmp_path / "r.ckpt"))
-    state = torch.load(str(tmp_path / "r.ckpt"), weights_only=True)
-    del state["net_config"]["frame_norm"]
-    torch.save(state, str(tmp_path / "old.ckpt"))
-    q = RewardPredictor.load(str(tmp_path / "old.ckpt"))
-    assert q.config.frame_norm == "none"
-    np.testing.assert_allclose(q.raw_rewards(frames), p.raw_rewards(frames))
+def test_frame_norm_must_be_one_of_its_modes():
     with pytest.raises(ValueError, match="frame_norm must be one of"):
-        NetConfig(p.config.frame_spec, frame_norm="mean")
+        NetConfig(infer_frame_spec(np.zeros((20, 20, 1), np.uint8)), frame_norm="mean")
 
 
 @pytest.mark.parametrize("arch", ARCHS)
@@ -272,9 +266,10 @@ def test_fast_single_frame_path_matches_the_network(shape, batchnorm, arch, fram
     predictor = RewardPredictor(NetConfig(infer_frame_spec(frames[0]), batchnorm=batchnorm, arch=arch,
                                           frame_norm=frame_norm),
                                 normaliser=RewardNormaliser(0.1, 0.5, 2.0))
-    trainer = RewardTrainer(predictor, lr=1e-2)  # move weights and batchnorm statistics away from their init
+    optimiser = RewardOptimiser(predictor, lr=1e-2)  # move weights and batchnorm statistics away from their init
     for _ in range(3):
-        trainer.train_step(frames[:8].reshape(4, 2, *shape), frames[8:16].reshape(4, 2, *shape), np.ones(4, np.float32))
+        optimiser.train_step(frames[:8].reshape(4, 2, *shape), frames[8:16].reshape(4, 2, *shape),
+                             np.ones(4, np.float32))
     fast = [predictor.reward(f) for f in frames[:5]]
     with torch.no_grad():  # the plain module path, as in training
         raw = predictor.net.eval()(frames_to_net_input(frames[:5], predictor.config.frame_spec)).numpy()[:, 0]
@@ -286,27 +281,27 @@ def test_optimiser_state_is_restored_only_for_the_checkpoint_it_was_saved_with(t
     rng = np.random.default_rng(0)
     clips = rng.integers(0, 256, (2, 4, 3, 8, 8, 1), dtype=np.uint8)
     batch = (clips[0], clips[1], np.array([1.0, 0.0, 1.0, 0.5], np.float32))
-    trainer = RewardTrainer(RewardPredictor(NetConfig(spec)))
+    optimiser = RewardOptimiser(RewardPredictor(NetConfig(spec)))
     for _ in range(3):
-        trainer.train_step(*batch)
-    trainer.predictor.save(str(tmp_path / "r.ckpt"))
-    trainer.save_state(str(tmp_path / "opt.pt"))
+        optimiser.train_step(*batch)
+    optimiser.predictor.save(str(tmp_path / "r.ckpt"))
+    optimiser.save_state(str(tmp_path / "opt.pt"))
 
-    resumed = RewardTrainer(RewardPredictor.load(str(tmp_path / "r.ckpt")))
+    resumed = RewardOptimiser(RewardPredictor.load(str(tmp_path / "r.ckpt")))
     assert resumed.load_state(str(tmp_path / "opt.pt"))
-    saved, restored = trainer.optimizer.state_dict()["state"], resumed.optimizer.state_dict()["state"]
+    saved, restored = optimiser.optimizer.state_dict()["state"], resumed.optimizer.state_dict()["state"]
     assert saved.keys() == restored.keys()
     assert all(torch.equal(saved[k]["exp_avg_sq"], restored[k]["exp_avg_sq"]) for k in saved)
     # One step on from both: the same weights, as if the run had never stopped.
-    for t in (trainer, resumed):
+    for t in (optimiser, resumed):
         torch.manual_seed(0)  # the same dropout masks
         t.train_step(*batch)
-    pairs = zip(trainer.predictor.net.parameters(), resumed.predictor.net.parameters())
+    pairs = zip(optimiser.predictor.net.parameters(), resumed.predictor.net.parameters())
     assert all(torch.allclose(p, q) for p, q in pairs)
 
-    trainer.train_step(*batch)  # the state file now belongs to an older step than this network
-    trainer.predictor.save(str(tmp_path / "r.ckpt"))
-    assert not RewardTrainer(RewardPredictor.load(str(tmp_path / "r.ckpt"))).load_state(str(tmp_path / "opt.pt"))
+    optimiser.train_step(*batch)  # the state file now belongs to an older step than this network
+    optimiser.predictor.save(str(tmp_path / "r.ckpt"))
+    assert not RewardOptimiser(RewardPredictor.load(str(tmp_path / "r.ckpt"))).load_state(str(tmp_path / "opt.pt"))
 
 
 def test_a_step_taken_a_few_pairs_per_pass_is_the_same_step():
@@ -316,14 +311,14 @@ def test_a_step_taken_a_few_pairs_per_pass_is_the_same_step():
     labels = np.array([1.0, 0.0, 0.5, 1.0, 0.0, 1.0, 0.5], np.float32)
     torch.manual_seed(0)
     net = build_reward_net(NetConfig(spec, dropout=0.0))
-    trainers = [RewardTrainer(RewardPredictor(NetConfig(spec, dropout=0.0), copy.deepcopy(net)), pairs_per_pass=k)
+    optimisers = [RewardOptimiser(RewardPredictor(NetConfig(spec, dropout=0.0), copy.deepcopy(net)), pairs_per_pass=k)
                 for k in (7, 3)]
-    results = [t.train_step(clips[0], clips[1], labels) for t in trainers]
+    results = [t.train_step(clips[0], clips[1], labels) for t in optimisers]
     assert_same_in_float32(results[0], results[1])  # (loss, accuracy), summed over the pairs in another order
     # The same gradient (Adam's first step is ~lr * sign(gradient): compare what it was given).
     # All of them at once: one backward pass rounds every gradient at the scale of the largest terms it sums,
     # so a tensor whose gradients are all tiny keeps no precision of its own.
-    grads = [torch.cat([p.grad.flatten() for p in t.predictor.net.parameters()]) for t in trainers]
+    grads = [torch.cat([p.grad.flatten() for p in t.predictor.net.parameters()]) for t in optimisers]
     assert_same_in_float32(grads[1], grads[0])
 
 
@@ -333,22 +328,22 @@ def test_a_step_taken_a_few_pairs_per_pass_is_the_same_step():
     ((4, 84, 84), 3, 2, [1, 1]),  # an ensemble's members share a pass: a pair of each, its least
 ])
 def test_a_pass_takes_as_many_pairs_as_its_input_bytes_allow(monkeypatch, frame_shape, n_members, n_pairs, passes):
-    import drlhp.reward.trainer as trainer_module
+    import drlhp.reward.optimiser as optimiser_module
 
     spec = infer_frame_spec(np.zeros(frame_shape, np.uint8))
-    trainer = RewardTrainer(RewardPredictor(NetConfig(spec, n_members=n_members)))
+    optimiser = RewardOptimiser(RewardPredictor(NetConfig(spec, n_members=n_members)))
     inputs = []  # (pairs, bytes) of each pass's network input
-    real = trainer_module.segment_returns
+    real = optimiser_module.segment_returns
 
     def recording(net, x, n_segments):
         inputs.append((n_segments // 2, x.nbytes))
         return real(net, x, n_segments)
 
-    monkeypatch.setattr(trainer_module, "segment_returns", recording)
+    monkeypatch.setattr(optimiser_module, "segment_returns", recording)
     clips = np.random.default_rng(0).integers(0, 256, (2, n_members, n_pairs, 25, *frame_shape), dtype=np.uint8)
     labels = np.ones((n_members, n_pairs), np.float32)
-    trainer.train_step(clips[0], clips[1], labels)
-    trainer.evaluate([(clips[0, 0], clips[1, 0], labels[0])])
+    optimiser.train_step(clips[0], clips[1], labels)
+    optimiser.evaluate([(clips[0, 0], clips[1, 0], labels[0])])
     assert [pairs for pairs, _ in inputs] == passes * 2  # training, then evaluation
     assert all(nbytes <= FORWARD_INPUT_BYTES or pairs == 1 for pairs, nbytes in inputs)
 
@@ -376,7 +371,7 @@ def test_an_evaluation_in_batches_and_passes_scores_as_all_its_pairs_at_once():
     labels = np.array([1.0, 0.0, 0.5, 1.0, 1.0, 0.0, 0.5, 0.0], np.float32)
     predictor = RewardPredictor(NetConfig(infer_frame_spec(frames_a[0, 0]), dropout=0.0, n_members=3),
                                 normaliser=RewardNormaliser((0.0, 0.1, -0.1), (1.0, 3.0, 0.5)))
-    trainer = RewardTrainer(predictor, noise_prob=0.1, pairs_per_pass=2)
+    optimiser = RewardOptimiser(predictor, noise_prob=0.1, pairs_per_pass=2)
     batches = [(frames_a[i:i + 3], frames_b[i:i + 3], labels[i:i + 3]) for i in range(0, 8, 3)]  # 3, 3, 2 pairs
 
     with torch.no_grad():
@@ -387,4 +382,4 @@ def test_an_evaluation_in_batches_and_passes_scores_as_all_its_pairs_at_once():
     loss = float(preference_loss(ra, rb, target[:, None].expand_as(ra), 0.1))
     weights = torch.tensor(predictor.normaliser.member_weights, dtype=torch.float32)
     accuracy = preference_accuracy(ra @ weights, rb @ weights, target)[0]
-    assert trainer.evaluate(batches) == pytest.approx((loss, accuracy), rel=1e-5)
+    assert optimiser.evaluate(batches) == pytest.approx((loss, accuracy), rel=1e-5)

@@ -18,7 +18,7 @@ from drlhp import HumanPreferencesEnvWrapper
 from drlhp.cli.plot import read_metrics
 from drlhp.labels.agreement import Agreement
 from drlhp.reward.learner import Evaluation
-from drlhp.reward.metrics import COLUMNS_BEFORE_UNDO, METRICS_COLUMNS, MetricsLog
+from drlhp.reward.metrics import MetricsLog
 from drlhp.sb3 import HumanPreferencesLogger, HumanPreferencesVecEnvWrapper
 from drlhp.storage.layout import LogDir
 
@@ -100,28 +100,7 @@ def test_retractions_and_agreement_go_to_the_metrics_csv_and_tensorboard(tmp_pat
     assert m["labels_retracted"].tolist() == [0, 2] and math.isnan(m["agreement"][0]) and m["agreement"][1] == 0.5
 
 
-@pytest.mark.parametrize("since", ["undo", "centre_gap"])
-def test_a_resumed_runs_metrics_of_an_older_drlhps_columns_go_on_in_the_same_file(tmp_path, since):
-    path = LogDir(str(tmp_path)).metrics
-    older = COLUMNS_BEFORE_UNDO if since == "undo" else METRICS_COLUMNS[:METRICS_COLUMNS.index("centre_gap")]
-    with open(path, "w", newline="") as f:  # written by drlhp before labels could be taken back, or before the gap
-        writer = csv.writer(f)
-        writer.writerow(older)
-        for step in (1, 2):
-            writer.writerow([step, 1.5 * step, 10 * step, 10 * step, "nan", 8, 2, 0.6, 0.7, 0.65, 0.6, 0.01, 100.0,
-                             0, 0, "nan"][:len(older)])
-    metrics = MetricsLog(path)
-    metrics.write(evaluation(3), labels=30, labels_asked=31, labels_remaining=None, labels_retracted=1)
-    assert os.listdir(tmp_path) == ["reward_training_metrics.csv"]  # not set aside: the run's one file goes on
-    rows = read_rows(path)
-    assert list(rows[0]) == list(METRICS_COLUMNS) and [r["training_step"] for r in rows] == ["1", "2", "3"]
-    assert [r["labels"] for r in rows] == ["10", "20", "30"] and rows[1]["wall_time_s"] == "3.0"
-    assert [(r["labels_retracted"], r["pairs_answered_twice"], r["agreement"], r["centre_gap"]) for r in rows] == [
-        ("0", "0", "nan", "nan"), ("0", "0", "nan", "nan"), ("1", "0", "nan", "0.75")]
-    assert read_metrics(str(tmp_path))["training_step"].tolist() == [1, 2, 3]
-
-
-def test_a_metrics_file_of_other_columns_is_still_set_aside(tmp_path):
+def test_a_metrics_file_of_other_columns_is_set_aside(tmp_path):
     path = LogDir(str(tmp_path)).metrics
     with open(path, "w") as f:
         f.write("step,loss\n1,0.5\n")

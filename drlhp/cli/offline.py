@@ -21,9 +21,9 @@ from drlhp.errors import ConfigError, MissingFileError, NoLabelsError
 from drlhp.labels.database import PrefBuffer, clip_format
 from drlhp.reward.learner import Learner
 from drlhp.reward.metrics import MetricsLog
+from drlhp.reward.optimiser import RewardOptimiser
 from drlhp.reward.predictor import RewardPredictor
 from drlhp.reward.torch_setup import set_up_torch
-from drlhp.reward.trainer import RewardTrainer
 from drlhp.runtime.settings import learner_config
 from drlhp.storage.layout import LogDir, checkpoint_path
 from drlhp.storage.lock import LogDirLock
@@ -123,7 +123,7 @@ def evaluate_reward(checkpoint: str, prefs_dir: str, split: str = "val", batch_s
                 done += min(batch_size, len(db) - i)
                 report(done, total)
 
-    loss, accuracy = RewardTrainer(predictor).evaluate(batches())
+    loss, accuracy = RewardOptimiser(predictor).evaluate(batches())
     predicted, true = [], []
     for k, seg in enumerate(clips):
         predicted.append(predictor.normalised_rewards(seg.frames))

@@ -4,24 +4,22 @@ File format (``train.pkl.gz`` / ``val.pkl.gz``, names kept from the original
 drlhp): a gzip stream of consecutive NumPy ``.npy`` records -- a JSON header,
 the segment ids and rewards, the preferences, then each segment's frames. It is
 read with ``allow_pickle=False``, so loading a file cannot run code from it.
-Version 2 stores each clip's frames as held in memory, zlib-compressed (a uint8
+Each clip's frames are stored as held in memory, zlib-compressed (a uint8
 record; the gzip layer does not compress again), so a snapshot of a full Pong
-database is written without compressing anything twice; version 3 adds who gave each
-label (a fixed-width text array) and how long the answer took (seconds, NaN where
-not timed) after the labels. Version 4 adds, after those, per pair: the run's
-number of its label (int64; -1 where not recorded, pairs read from older files),
-the first answer (the pairs' labels column holds the training label,
+database is written without compressing anything twice. After the labels come, per
+pair: who gave the label (a fixed-width text array), how long the answer took
+(seconds, NaN where not timed), the run's number of its label (int64; -1 where not
+recorded), the first answer (the pairs' labels column holds the training label,
 ``drlhp.labels.agreement.combined_label`` of both answers), and a second labeller's
 answer: who (text, "" for none), the label (NaN for none) and how long it took
-(NaN: none, or not timed); and header fields ``instructions`` (what the labellers
+(NaN: none, or not timed). Header fields ``instructions`` (what the labellers
 were asked, or null) and ``retracted`` (the numbers of the run's labels their
-labeller took back, sorted). Versions 1 (raw frames, gzip level 1), 2 and 3 are
-still read.
+labeller took back, sorted). This is version 4; files of the earlier versions
+(written by unreleased commits of drlhp) are refused with the way to convert them.
 The header's ``n_labels`` is how many labels the run had when the file was
 written: the journal's records from there on are replayed on top of it
-(``drlhp.labels.journal``). Its ``val_fraction`` (absent in files written before it was recorded)
-is the run's split, so a reader that does not know the run's settings routes the journal's labels
-where the run did.
+(``drlhp.labels.journal``). Its ``val_fraction`` is the run's split, so a reader
+that does not know the run's settings routes the journal's labels where the run did.
 """
 from __future__ import annotations
 
@@ -37,7 +35,7 @@ from collections.abc import Iterable, Iterator
 import numpy as np
 
 from drlhp.clips.segments import PackedSegment, Segment, pack
-from drlhp.errors import ConfigError, NoLabelsError, PrefDBFormatError
+from drlhp.errors import LAST_TO_CONVERT, ConfigError, NoLabelsError, PrefDBFormatError
 from drlhp.labels.agreement import Agreement, combined_label
 from drlhp.labels.journal import JournalLabel, JournalRetraction, JournalSecondAnswer, JournalTask, read_journal
 from drlhp.storage.files import atomic_write
@@ -45,7 +43,6 @@ from drlhp.storage.layout import LogDir
 
 FORMAT_NAME = "drlhp-prefdb"
 FORMAT_VERSION = 4
-READABLE_VERSIONS = (1, 2, 3, 4)
 LABEL_VALUES = (0.0, 0.5, 1.0)
 #: The share of labels held out for validation unless a run says otherwise (``PreferenceConfig.val_fraction``).
 DEFAULT_VAL_FRACTION = 0.2
@@ -70,7 +67,7 @@ class PrefDB:
         self.prefs: deque[tuple[int, int, float]] = deque()  # (clip a, clip b, the label the pair trains on)
         self.labellers: deque[str] = deque()  # who gave each label, its first answer ("" where not recorded)
         self.answer_seconds: deque[float] = deque()  # how long each answer took (nan: not timed)
-        self.seqs: deque[int] = deque()  # the run's number of each label (-1: not recorded, files of versions 1-3)
+        self.seqs: deque[int] = deque()  # the run's number of each label (-1: not recorded)
         self.first_labels: deque[float] = deque()  # the first answer: the label unless a second answer differs
         self.second_labellers: deque[str] = deque()  # who answered the pair a second time ("" none)
         self.second_labels: deque[float] = deque()  # their answer (nan: none)
@@ -239,11 +236,6 @@ class PrefDB:
             raise _format_error(path, f"frames of dtype {dtype}")
         for k, seg_id in enumerate(ids.tolist()):
             record, seg_rewards = _read(f), rewards[k].astype(np.float64)
-            if header["version"] == 1:
-                if record.shape != shape or record.dtype != dtype:
-                    raise _format_error(path, f"segment {seg_id} has shape {record.shape}, dtype {record.dtype}")
-                segments[seg_id] = PackedSegment(Segment(seg_id, record, seg_rewards))
-                continue
             data = record.tobytes()
             if record.dtype != np.uint8 or len(zlib.decompress(data)) != int(np.prod(shape)) * dtype.itemsize:
                 raise _format_error(path, f"segment {seg_id}'s frames do not unpack to shape {shape}, dtype {dtype}")
@@ -266,17 +258,13 @@ class PrefDB:
 
 def _read_answers(f: gzip.GzipFile, path: str, header: dict, labels: np.ndarray) -> list[np.ndarray]:
     """The per-pair columns after the labels, checked: who answered, how fast, the label's number, the first answer,
-    and the second answer (who, label, how fast); files of older versions get what they did not record."""
+    and the second answer (who, label, how fast)."""
     n = len(labels)
-    version = header["version"]
-    labellers = _read(f) if version >= 3 else np.full(n, "")
-    seconds = _read(f) if version >= 3 else np.full(n, np.nan)
+    labellers, seconds = _read(f), _read(f)
     if labellers.shape != (n,) or labellers.dtype.kind != "U":
         raise _format_error(path, "who gave the labels is not one text per label")
     if seconds.shape != (n,) or seconds.dtype.kind != "f":
         raise _format_error(path, "the answers' durations are not one number per label")
-    if version < 4:
-        return [labellers, seconds, np.full(n, -1), labels, np.full(n, ""), np.full(n, np.nan), np.full(n, np.nan)]
     seqs, first, second_by, second, second_seconds = _read(f), _read(f), _read(f), _read(f), _read(f)
     if seqs.shape != (n,) or seqs.dtype.kind not in "iu":
         raise _format_error(path, "the labels' numbers are not one whole number per label")
@@ -295,8 +283,8 @@ def _read_answers(f: gzip.GzipFile, path: str, header: dict, labels: np.ndarray)
 
 
 def _read_task(header: dict, path: str) -> tuple[str | None, list[int]]:
-    """The header's instructions and retracted labels' numbers (none in files of versions 1-3)."""
-    instructions, retracted = header.get("instructions"), header.get("retracted", [])
+    """The header's instructions and retracted labels' numbers."""
+    instructions, retracted = header["instructions"], header["retracted"]
     if instructions is not None and not isinstance(instructions, str):
         raise _format_error(path, "the instructions are not text")
     if not isinstance(retracted, list) or not all(type(seq) is int for seq in retracted):
@@ -338,9 +326,16 @@ def _read_header(f: gzip.GzipFile, path: str) -> dict:
         raise _format_error(path, "it is a Python pickle (the original TensorFlow drlhp's format?). Pickles are "
                                   "not loaded because unpickling can run code from the file")
     header = json.loads(_read(f).tobytes().decode())
-    if not isinstance(header, dict) or header.get("format") != FORMAT_NAME or \
-            header.get("version") not in READABLE_VERSIONS:
+    if not isinstance(header, dict) or header.get("format") != FORMAT_NAME or type(header.get("version")) is not int:
         raise _format_error(path, f"unknown header {header!r}")
+    if header["version"] < FORMAT_VERSION:
+        raise PrefDBFormatError(
+            f"{path} is a preference database of an earlier, unreleased drlhp (format version {header['version']}), "
+            f"which this drlhp (version {FORMAT_VERSION}) does not read. Convert it once with drlhp at commit "
+            f"{LAST_TO_CONVERT}, the last to read it: `PrefDB.load(path).save(path)`; nothing in it is lost.")
+    if header["version"] > FORMAT_VERSION:
+        raise _format_error(path, f"format version {header['version']}, of a newer drlhp than this one (reads "
+                                  f"version {FORMAT_VERSION}): upgrade drlhp")
     return header
 
 

@@ -23,9 +23,9 @@ from drlhp.labels.database import PrefDB
 from drlhp.reward.augment import Augmentation
 from drlhp.reward.bootstrap import member_batches
 from drlhp.reward.normaliser import DEFAULT_REWARD_CENTRE, MIN_STD, RewardCentre, RewardNormaliser, centre_gap
+from drlhp.reward.optimiser import RewardOptimiser, adapted_l2
 from drlhp.reward.predictor import NetConfig, RewardPredictor, check_checkpoint_frames
 from drlhp.reward.torch_setup import torch_device
-from drlhp.reward.trainer import RewardTrainer, adapted_l2
 from drlhp.reward.weight_average import WeightAverage
 from drlhp.storage.layout import LogDir
 
@@ -90,7 +90,7 @@ class Learner:
         self.files = LogDir(log_dir)
         self.rng = np.random.default_rng(config.seed)
         self.average = WeightAverage(config.weight_average) if config.weight_average is not None else None
-        self.trainer = self._load(pretrained_ckpt, resume)
+        self.optimiser = self._load(pretrained_ckpt, resume)
         self.ckpt_step = self.step  # the step of the last checkpoint (or of the one started from)
         self._recent: dict[str, list[float]] = {"loss": [], "accuracy": []}
         self._pairs_trained = 0
@@ -98,7 +98,7 @@ class Learner:
         self._warned_flat = False
         self._centre_gaps = np.full(1, np.nan)  # of the last normaliser fitted
 
-    def _load(self, pretrained_ckpt: str | None, resume: bool) -> RewardTrainer:
+    def _load(self, pretrained_ckpt: str | None, resume: bool) -> RewardOptimiser:
         c = self.config
         own = resume and os.path.exists(self.files.checkpoint)
         ckpt = self.files.checkpoint if own else pretrained_ckpt
@@ -107,22 +107,22 @@ class Learner:
         predictor.to(torch_device(c.device))
         if own and self.average is not None:
             self.average.restart_from(predictor.net)  # the checkpoint holds the average; load_state the weights
-        trainer = RewardTrainer(predictor, c.lr, c.noise_prob, c.weight_decay, augmentation=c.augmentation,
-                                seed=c.seed)
-        if own and trainer.load_state(self.files.trainer_state):
+        optimiser = RewardOptimiser(predictor, c.lr, c.noise_prob, c.weight_decay, augmentation=c.augmentation,
+                                    seed=c.seed)
+        if own and optimiser.load_state(self.files.trainer_state):
             log.info("resumed the reward network at training step %d, with its optimiser state",
                      predictor.training_step)
-        return trainer
+        return optimiser
 
     @property
     def predictor(self) -> RewardPredictor:
         """The network being trained, with the normaliser of the last checkpoint."""
-        return self.trainer.predictor
+        return self.optimiser.predictor
 
     @property
     def step(self) -> int:
         """Training steps the network has taken (those of the checkpoint it started from included)."""
-        return self.trainer.predictor.training_step
+        return self.optimiser.predictor.training_step
 
     # -- training --------------------------------------------------------------------------
     def train(self, n_steps: int, train_db: PrefDB, val_db: PrefDB,
@@ -136,8 +136,8 @@ class Learner:
             raise NoLabelsError("no training pairs to train the reward network on")
         c, evaluations = self.config, []
         for _ in range(n_steps):
-            idx = member_batches(train_db.prefs, self.trainer.n_members, c.batch_size, self.rng, c.seed or 0)
-            loss, acc = self.trainer.train_step(*_by_member(train_db, idx), self._unlabelled(train_db))
+            idx = member_batches(train_db.prefs, self.optimiser.n_members, c.batch_size, self.rng, c.seed or 0)
+            loss, acc = self.optimiser.train_step(*_by_member(train_db, idx), self._unlabelled(train_db))
             self._recent["loss"].append(loss)
             self._recent["accuracy"].append(acc)
             self._pairs_trained += c.batch_size
@@ -154,7 +154,7 @@ class Learner:
         if self.config.augmentation.pseudo_label_threshold is None:
             return None
         segments = list(db.segments.values())
-        pick = self.rng.integers(0, len(segments), size=(self.trainer.n_members, self.config.batch_size, 2))
+        pick = self.rng.integers(0, len(segments), size=(self.optimiser.n_members, self.config.batch_size, 2))
         unpacked = {i: segments[i].frames for i in np.unique(pick)}
         frames = np.stack([unpacked[i] for i in pick.ravel()]).reshape(*pick.shape, *unpacked[pick.flat[0]].shape)
         return frames[:, :, 0], frames[:, :, 1]
@@ -171,22 +171,22 @@ class Learner:
 
         With a weight average, the checkpoint holds the average, and it is the average that is scored; the optimiser
         state holds the weights as trained, which a resumed run trains on."""
-        self.trainer.save_state(self.files.trainer_state)
+        self.optimiser.save_state(self.files.trainer_state)
         self.ckpt_step = self.step
         val_loss = val_acc = float("nan")
         with self.average.applied(self.predictor.net) if self.average is not None else nullcontext():
             self._fit_normaliser(train_db)
             self.predictor.save(self.files.checkpoint)
             if evaluate and len(val_db):
-                val_loss, val_acc = self.trainer.evaluate(self._batches(val_db))
+                val_loss, val_acc = self.optimiser.evaluate(self._batches(val_db))
                 if self.config.adaptive_l2:
                     # Keep validation loss 1.1-1.5x training loss (both without dropout) by scaling the L2 penalty.
-                    train_loss, _ = self.trainer.evaluate(self._batches(train_db))
-                    self.trainer.weight_decay = adapted_l2(self.trainer.weight_decay, val_loss, train_loss)
+                    train_loss, _ = self.optimiser.evaluate(self._batches(train_db))
+                    self.optimiser.weight_decay = adapted_l2(self.optimiser.weight_decay, val_loss, train_loss)
         now, normaliser = time.monotonic(), self.predictor.normaliser
         evaluation = Evaluation(
             self.step, len(train_db), len(val_db), float(np.mean(self._recent["loss"] or [np.nan])),
-            _mean_ignoring_nan(self._recent["accuracy"]), val_loss, val_acc, self.trainer.weight_decay,
+            _mean_ignoring_nan(self._recent["accuracy"]), val_loss, val_acc, self.optimiser.weight_decay,
             self._pairs_trained / max(now - self._rate_clock, 1e-9), float(np.mean(normaliser.centre)),
             float(np.mean(normaliser.std)), float(np.mean(self._centre_gaps)))
         self._recent = {"loss": [], "accuracy": []}

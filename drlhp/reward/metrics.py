@@ -2,17 +2,14 @@
 scalars (with ``tensorboard_log``), and a line of the log."""
 from __future__ import annotations
 
-import csv
-import io
 import logging
 import math
-import os
 import time
 
 from drlhp.labels.agreement import Agreement
 from drlhp.reward.learner import Evaluation
 from drlhp.reward.tensorboard_log import ScalarLog
-from drlhp.storage.files import append_csv_row, atomic_write
+from drlhp.storage.files import append_csv_row
 
 log = logging.getLogger("drlhp.learner")
 
@@ -23,10 +20,6 @@ log = logging.getLogger("drlhp.learner")
 METRICS_COLUMNS = ("training_step", "wall_time_s", "labels", "labels_asked", "labels_remaining", "n_train_prefs",
                    "n_val_prefs", "train_loss", "train_accuracy", "val_loss", "val_accuracy", "l2_coefficient",
                    "pairs_per_second", "labels_retracted", "pairs_answered_twice", "agreement", "centre_gap")
-#: The columns before labels could be taken back or answered twice; such rows had neither, so they read 0, 0, nan.
-COLUMNS_BEFORE_UNDO = METRICS_COLUMNS[:13]
-#: What a row of an older drlhp's file reads in the columns added since (none retracted, none answered twice).
-_AS_BEFORE = {"labels_retracted": 0, "pairs_answered_twice": 0, "agreement": math.nan, "centre_gap": math.nan}
 
 
 class MetricsLog:
@@ -34,7 +27,6 @@ class MetricsLog:
 
     def __init__(self, path: str, tensorboard_log: str | None = None) -> None:
         self.path = path
-        add_new_columns(path)  # a resumed run's file goes on, rather than being set aside for its columns
         self.scalars = ScalarLog(tensorboard_log) if tensorboard_log else None
         self._start = time.monotonic()
 
@@ -81,22 +73,3 @@ def agreement_scalars(agreement: Agreement) -> dict[str, float]:
         return {}
     return {"labels/agreement": agreement.rate(),
             **{f"labels/agreement/{a}~{b}": rate for a, b, _, _, rate in agreement.rows()}}
-
-
-def add_new_columns(path: str) -> None:
-    """Rewrite a metrics file of the first columns only, from ``COLUMNS_BEFORE_UNDO`` on (a run resumed from an
-    older drlhp), with every column, its rows reading what they were then (``_AS_BEFORE``)."""
-    if not os.path.exists(path):
-        return
-    with open(path, newline="") as f:
-        reader = csv.DictReader(f)
-        older_headers = [list(METRICS_COLUMNS[:n]) for n in range(len(COLUMNS_BEFORE_UNDO), len(METRICS_COLUMNS))]
-        if reader.fieldnames not in older_headers:
-            return
-        rows = list(reader)
-    text = io.StringIO()
-    writer = csv.DictWriter(text, METRICS_COLUMNS)
-    writer.writeheader()
-    writer.writerows({**_AS_BEFORE, **row} for row in rows)
-    with atomic_write(path) as f:  # a crash leaves the old file whole, never half of the new one
-        f.write(text.getvalue().encode())

@@ -48,7 +48,7 @@ class RewardNormaliser:
         _offset: float = field(init=False)
 
     def __post_init__(self) -> None:
-        # One member's statistics may be given as plain floats (and were, in v1 checkpoints).
+        # One member's statistics may be given as plain floats.
         centre = tuple(float(v) for v in np.atleast_1d(self.centre))
         std = tuple(float(v) for v in np.atleast_1d(self.std))
         object.__setattr__(self, "centre", centre)

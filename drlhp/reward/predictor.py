@@ -18,7 +18,7 @@ import io
 import math
 import pickle
 import warnings
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import BinaryIO, Literal, cast, get_args
 
 import numpy as np
@@ -27,14 +27,13 @@ import torch.nn.functional as F
 from torch import nn
 
 from drlhp.clips.frames import FrameSpec, check_format, frames_to_net_input
-from drlhp.errors import CheckpointFormatError, ConfigError, MissingFileError, ObservationError
+from drlhp.errors import LAST_TO_CONVERT, CheckpointFormatError, ConfigError, MissingFileError, ObservationError
 from drlhp.reward.inference import inference_ops
 from drlhp.reward.layers import FrameNorm, MemberLinear, SpatialSoftmax
 from drlhp.reward.normaliser import RewardNormaliser
 from drlhp.storage.files import atomic_write
 
 CHECKPOINT_FORMAT = "drlhp-reward-predictor-v2"
-OLD_CHECKPOINT_FORMATS = ("drlhp-reward-predictor-v1",)  # one network, plain Linear layers
 
 #: The image networks (``NetConfig.arch``): ``"atari"``, the CNN of Christiano et al. 2017 (appendix A.2),
 #: and ``"keypoints"``, convolutions ending in a spatial softmax (``drlhp.reward.layers.SpatialSoftmax``).
@@ -46,7 +45,7 @@ ARCHS: tuple[RewardNetArch, ...] = get_args(RewardNetArch)
 DEFAULT_ARCH: RewardNetArch = "keypoints"
 #: What image frames go through before the first convolution (``drlhp.reward.layers.FrameNorm``): each frame's
 #: channels centred on their mean (``"centre"``), also scaled to unit deviation (``"standardise"``), or as they
-#: are (``"none"``, every checkpoint written before it was a setting).
+#: are (``"none"``).
 FrameNormMode = Literal["centre", "standardise", "none"]
 FRAME_NORMS: tuple[FrameNormMode, ...] = get_args(FrameNormMode)
 #: Centred frames: on Pong the keypoint network without batchnorm then learns what it could not (Pong's flat
@@ -61,7 +60,7 @@ MIN_UNPADDED_SIDE = 43
 KEYPOINT_LAYERS = ((8, 4, 2), (3, 1, 1), (3, 1, 1))
 KEYPOINT_CHANNELS = 16
 #: The keypoint network's softmax temperature (``SpatialSoftmax``): 0.1 finds the objects in far fewer
-#: training steps than 1.0 (docs/label-efficiency.md). Checkpoints from before it was a setting hold 1.0.
+#: training steps than 1.0 (docs/label-efficiency.md).
 DEFAULT_KEYPOINT_TEMPERATURE = 0.1
 #: Reward networks in an ensemble by default. Christiano et al. 2017 use 3; here 3 learned no faster than 1 on any
 #: task measured (MovingDot, Pong offline) at three times a training step's work (docs/results.md, "Defaults").
@@ -85,9 +84,9 @@ class NetConfig:
     batchnorm: bool = False
     hidden: int = 64
     n_members: int = 1
-    arch: RewardNetArch = DEFAULT_ARCH  # images only; older checkpoints hold no arch: "atari"
+    arch: RewardNetArch = DEFAULT_ARCH  # images only
     keypoint_temperature: float = DEFAULT_KEYPOINT_TEMPERATURE  # the keypoint network only
-    frame_norm: FrameNormMode = DEFAULT_FRAME_NORM  # images only; older checkpoints hold none: "none"
+    frame_norm: FrameNormMode = DEFAULT_FRAME_NORM  # images only
 
     def __post_init__(self) -> None:
         if self.arch not in ARCHS:
@@ -105,10 +104,9 @@ class NetConfig:
     @classmethod
     def from_dict(cls, d: dict) -> NetConfig:
         # A file's words: __post_init__ checks them.
-        arch = cast(RewardNetArch, str(d.get("arch", "atari")))
-        frame_norm = cast(FrameNormMode, str(d.get("frame_norm", "none")))
         return cls(FrameSpec.from_dict(d["frame_spec"]), float(d["dropout"]), bool(d["batchnorm"]), int(d["hidden"]),
-                   int(d.get("n_members", 1)), arch, float(d.get("keypoint_temperature", 1.0)), frame_norm)
+                   int(d["n_members"]), cast(RewardNetArch, str(d["arch"])), float(d["keypoint_temperature"]),
+                   cast(FrameNormMode, str(d["frame_norm"])))
 
 
 def build_reward_net(config: NetConfig) -> nn.Module:
@@ -349,16 +347,15 @@ class RewardPredictor:
             with warnings.catch_warnings():  # torch's notes on a foreign file's pickle protocol: the error says it
                 warnings.simplefilter("ignore")
                 state = torch.load(path, map_location="cpu", weights_only=True)
-            if not isinstance(state, dict) or state.get("format") not in (CHECKPOINT_FORMAT, *OLD_CHECKPOINT_FORMATS):
+            if not isinstance(state, dict) or not str(state.get("format", "")).startswith("drlhp-reward-predictor-"):
                 raise ValueError("not a drlhp reward-predictor checkpoint")
+            _refuse_earlier_forms(path, state)
             config = NetConfig.from_dict(state["net_config"])
             net = build_reward_net(config)
-            weights = state["state_dict"]
-            if state["format"] in OLD_CHECKPOINT_FORMATS:  # a Linear's (H, F) weight is a one-member (1, H, F)
-                weights = {k: v.unsqueeze(0) if v.shape != p.shape else v
-                           for (k, v), p in zip(weights.items(), net.state_dict().values())}
-            net.load_state_dict(weights)
+            net.load_state_dict(state["state_dict"])
             return cls(config, net, RewardNormaliser.from_dict(state["normaliser"]), int(state["training_step"]))
+        except CheckpointFormatError:
+            raise
         except FileNotFoundError as e:
             raise MissingFileError(f"no checkpoint at {path}: pass the reward_predictor.ckpt of a run that trained "
                                    "one") from e
@@ -366,6 +363,19 @@ class RewardPredictor:
             raise CheckpointFormatError(
                 f"{path} is not a valid drlhp reward-predictor checkpoint: {_why_unreadable(e)}. "
                 "Use a reward_predictor.ckpt written by drlhp's reward-training process.") from e
+
+
+def _refuse_earlier_forms(path: str | BinaryIO, state: dict) -> None:
+    """Raise ``CheckpointFormatError`` for a checkpoint an earlier, unreleased drlhp wrote, saying how to convert it."""
+    fields_held = state.get("net_config", {})
+    missing = [f.name for f in fields(NetConfig) if f.name not in fields_held]
+    if state["format"] == CHECKPOINT_FORMAT and not missing:
+        return
+    raise CheckpointFormatError(
+        f"{path} is a reward-predictor checkpoint of an earlier, unreleased drlhp ({state['format']}"
+        f"{', without ' + ', '.join(missing) if missing else ''}), which this drlhp does not read. Convert it once "
+        f"with drlhp at commit {LAST_TO_CONVERT}, the last to read it: "
+        f"`RewardPredictor.load(path).save(path)`; or train the reward predictor again.")
 
 
 def _why_unreadable(e: Exception) -> str:

@@ -64,7 +64,7 @@ def _overall_accuracy(scores: Iterable[tuple[float, int]]) -> float:
     return sum(accuracy * k for accuracy, k in scores if k) / strict if strict else float("nan")
 
 
-class RewardTrainer:
+class RewardOptimiser:
     """Adam on the Bradley-Terry loss, summed over the ensemble's members.
 
     A training batch gives each member its own pairs (its bootstrap sample):
@@ -238,9 +238,8 @@ class RewardTrainer:
         if not os.path.exists(path):
             return False
         state = torch.load(path, map_location="cpu", weights_only=True)
-        if state.get("training_step") != self.predictor.training_step:
-            return False  # written at another checkpoint than the one loaded: start Adam afresh
+        if state.get("training_step") != self.predictor.training_step or "weights" not in state:
+            return False  # written at another checkpoint than the one loaded, or by an earlier drlhp: start afresh
         self.optimizer.load_state_dict(state["optimizer"])
-        if "weights" in state:  # older files have none: their checkpoints held the weights as trained
-            self.predictor.net.load_state_dict(state["weights"])
+        self.predictor.net.load_state_dict(state["weights"])
         return True

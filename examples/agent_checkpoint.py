@@ -1,20 +1,27 @@
-"""The examples' agent checkpoint, ``<log_dir>/agent/agent.pt``: an SB3 on-policy agent saved so that a
-killed run can go on where it was -- same weights, optimiser state, step count and schedule progress.
+"""The examples' agent checkpoint, ``<log_dir>/agent/agent.pt``: an SB3 agent saved so that a killed run can go
+on where it was -- same weights, optimisers' state, step count and schedule progress; for an off-policy agent
+(SAC, TD3, DQN) also its replay buffer, beside it in ``agent/replay_buffer.npz``.
 
-Loading a file must never run code from it, so this does not use SB3's ``save``/``load`` (they
-cloudpickle): the file is a ``torch.save`` of plain tensors, numbers and strings, read back with
-``torch.load(weights_only=True)``. The agent itself is rebuilt by the example's ``make_agent``.
+Loading a file must never run code from it, so this does not use SB3's ``save``/``load`` or
+``save_replay_buffer`` (they pickle): the agent file is a ``torch.save`` of plain tensors, numbers and strings,
+read back with ``torch.load(weights_only=True)``, and the buffer a NumPy ``.npz`` of arrays read with
+``allow_pickle=False``. The agent itself is rebuilt by the example's ``make_agent``.
 """
 from __future__ import annotations
 
 import os
 
+import numpy as np
 import torch
-from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
+from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.buffers import ReplayBuffer
+from stable_baselines3.common.utils import get_device
 
 from drlhp.storage.files import atomic_write
 
-FORMAT = "drlhp-examples-agent-checkpoint/1"
+FORMAT = "drlhp-examples-agent-checkpoint/2"
+#: Read too: on-policy agents only, their one optimiser under "optimizer" (the runs started before off-policy).
+FORMAT_ON_POLICY_ONLY = "drlhp-examples-agent-checkpoint/1"
 #: Settings a resumed run must share with the checkpoint: the policy and its counters only mean
 #: something for the same env, the same number of envs and the same kind of run.
 MUST_MATCH = {"env": "the same example", "n_envs": "--n-envs", "run": "--true-reward or not"}
@@ -33,16 +40,24 @@ def kept_agent_path(log_dir: str, agent_steps: int) -> str:
     return os.path.join(log_dir, "agent", f"agent_{agent_steps}.pt")
 
 
-def save_agent(agent: OnPolicyAlgorithm, path: str, total_timesteps: int, settings: dict, **extra) -> None:
-    """Write the agent's state to ``path`` atomically (a temporary file, then a rename).
+def replay_buffer_path(path: str) -> str:
+    """Where the agent checkpoint ``path``'s replay buffer goes."""
+    return os.path.join(os.path.dirname(path), "replay_buffer.npz")
+
+
+def save_agent(agent: BaseAlgorithm, path: str, total_timesteps: int, settings: dict, **extra) -> None:
+    """Write the agent's state to ``path`` atomically (a temporary file, then a rename), and an off-policy agent's
+    replay buffer beside it.
 
     Call it between rollouts (the weights then hold every update of the steps counted). ``settings``:
     plain values, :data:`MUST_MATCH` among them; ``extra``: further plain values to keep (e.g. wall time).
     """
+    modules, tensors = agent._get_torch_save_params()  # SB3's list: "policy", its optimisers, e.g. log_ent_coef
     state = {
         "format": FORMAT,
         "policy": agent.policy.state_dict(),
-        "optimizer": agent.policy.optimizer.state_dict(),
+        "optimizers": {name: _attr(agent, name).state_dict() for name in modules if name != "policy"},
+        "tensors": {name: _attr(agent, name).detach().cpu() for name in tensors},
         "num_timesteps": int(agent.num_timesteps),
         "n_updates": int(agent._n_updates),
         "episode_num": int(agent._episode_num),
@@ -50,8 +65,48 @@ def save_agent(agent: OnPolicyAlgorithm, path: str, total_timesteps: int, settin
         "settings": dict(settings),
         **extra,
     }
+    buffer = getattr(agent, "replay_buffer", None)
+    if isinstance(buffer, ReplayBuffer):  # first, so that an agent file never points past its buffer
+        with atomic_write(replay_buffer_path(path)) as f:
+            np.savez(f, **_buffer_arrays(buffer))
     with atomic_write(path) as f:
         torch.save(state, f)
+
+
+def _attr(agent: BaseAlgorithm, dotted: str):
+    for name in dotted.split("."):
+        agent = getattr(agent, name)
+    return agent
+
+
+def _buffer_arrays(buffer: ReplayBuffer) -> dict[str, np.ndarray]:
+    """The filled slots of every array of ``buffer`` (of a dict of them: ``name.key``), and where it is
+    (``pos``, ``full``)."""
+    filled = buffer.buffer_size if buffer.full else buffer.pos
+    arrays = {"pos": np.array(buffer.pos), "full": np.array(buffer.full)}
+    for name, value in vars(buffer).items():
+        if isinstance(value, np.ndarray):
+            arrays[name] = value[:filled]
+        elif isinstance(value, dict) and all(isinstance(v, np.ndarray) for v in value.values()):
+            arrays.update({f"{name}.{key}": v[:filled] for key, v in value.items()})
+    return arrays
+
+
+def restore_replay_buffer(buffer: ReplayBuffer, path: str) -> None:
+    """Fill ``buffer`` (the fresh agent's, of the same size) from ``replay_buffer_path(path)``."""
+    file = replay_buffer_path(path)
+    try:
+        with np.load(file, allow_pickle=False) as saved:
+            buffer.pos, buffer.full = int(saved["pos"]), bool(saved["full"])
+            expected = _buffer_arrays(buffer)  # the slots the saved buffer had filled, in this buffer
+            if set(saved.files) != set(expected) or any(saved[k].shape != expected[k].shape for k in expected):
+                raise ValueError("its arrays are not this agent's buffer's")
+            for name in expected.keys() - {"pos", "full"}:
+                expected[name][...] = saved[name]  # views of the buffer's arrays: written in place
+    except (OSError, ValueError, KeyError) as e:
+        raise AgentCheckpointError(f"{file}: cannot restore the agent's replay buffer ({e}); resume with the run's "
+                                   f"own settings, or move {os.path.dirname(path)} away to start the agent afresh") \
+            from e
 
 
 def load_agent_state(path: str, settings: dict | None = None) -> dict:
@@ -67,7 +122,9 @@ def load_agent_state(path: str, settings: dict | None = None) -> dict:
         # torch's own message suggests weights_only=False, i.e. running the file's code: not repeated here.
         raise AgentCheckpointError(f"{path} is not an agent checkpoint: not a torch file of tensors and plain "
                                    f"values ({type(e).__name__}); {fix}") from e
-    if not isinstance(state, dict) or state.get("format") != FORMAT:
+    if isinstance(state, dict) and state.get("format") == FORMAT_ON_POLICY_ONLY:
+        state.update(optimizers={"policy.optimizer": state.pop("optimizer")}, tensors={})
+    elif not isinstance(state, dict) or state.get("format") != FORMAT:
         raise AgentCheckpointError(f"{path} is not an agent checkpoint of the examples (no {FORMAT!r} marker); {fix}")
     for key, how in MUST_MATCH.items():
         saved = state["settings"].get(key)
@@ -78,7 +135,7 @@ def load_agent_state(path: str, settings: dict | None = None) -> dict:
     return state
 
 
-def restore_agent(agent: OnPolicyAlgorithm, state: dict, path: str = "the agent checkpoint") -> None:
+def restore_agent(agent: BaseAlgorithm, state: dict, path: str) -> None:
     """Load ``state`` (from :func:`load_agent_state`) into ``agent``, a fresh one from the same ``make_agent``.
 
     Continue with ``agent.learn(total - agent.num_timesteps, reset_num_timesteps=False)``: SB3 then sets its
@@ -87,11 +144,21 @@ def restore_agent(agent: OnPolicyAlgorithm, state: dict, path: str = "the agent 
     """
     try:
         agent.policy.load_state_dict(state["policy"])
-        agent.policy.optimizer.load_state_dict(state["optimizer"])
+        modules, tensors = agent._get_torch_save_params()
+        if set(state["optimizers"]) != set(modules) - {"policy"} or set(state["tensors"]) != set(tensors):
+            raise ValueError(f"it holds {sorted(state['optimizers'])} and {sorted(state['tensors'])}")
+        for name, optimizer_state in state["optimizers"].items():
+            _attr(agent, name).load_state_dict(optimizer_state)
+        for name, tensor in state["tensors"].items():
+            with torch.no_grad():
+                _attr(agent, name).copy_(tensor.to(get_device(agent.device)))
     except (RuntimeError, ValueError, KeyError) as e:
         raise AgentCheckpointError(f"{path} does not fit this agent ({str(e).splitlines()[0]}): it was written by "
                                    "another policy or algorithm setting; resume with the run's own settings, or "
                                    f"move {path} away to start the agent afresh") from e
+    buffer = getattr(agent, "replay_buffer", None)
+    if isinstance(buffer, ReplayBuffer):
+        restore_replay_buffer(buffer, path)
     agent.num_timesteps = state["num_timesteps"]
     agent._n_updates = state["n_updates"]
     agent._episode_num = state["episode_num"]

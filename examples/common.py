@@ -41,7 +41,7 @@ from stable_baselines3.common.vec_env import VecEnv
 
 from drlhp.config import PreferenceConfig
 from drlhp.learning_curve import LearningCurveWriter, learning_curve_path, next_session
-from drlhp.sb3 import HumanPreferencesLogger, HumanPreferencesVecEnvWrapper
+from drlhp.sb3 import HumanPreferencesLogger, HumanPreferencesVecEnvWrapper, RelabelReplayBuffer
 
 
 @dataclass
@@ -93,6 +93,9 @@ class Args:
         "help": "the labelling page's port with --web (0: any free port)"})
     true_reward: bool = field(default=False, metadata={
         "help": "baseline: train on the env's own reward, without drlhp"})
+    relabel: bool = field(default=True, metadata={
+        "help": "an off-policy agent's replay buffer is relabelled with each newer reward checkpoint "
+                "(drlhp.sb3.RelabelReplayBuffer); on-policy agents have none"})
     tensorboard_log: str = field(default="", metadata={
         "help": "TensorBoard directory for the agent's and the reward model's curves (needs drlhp[tensorboard])"})
 
@@ -211,7 +214,13 @@ def train_on_predicted_reward(venv: VecEnv, args: Args, make_agent: Callable[[Ve
               f"labels; random policy's true return: {random_return}", flush=True)
         agent = make_agent(wrapped, args.seed)
         agent.tensorboard_log = args.tensorboard_log or None  # drlhp's figures join the agent's run there
-        logger = learn(agent, args, session, wrapped, extra_callbacks=[HumanPreferencesLogger()])
+        relabel = RelabelReplayBuffer() if args.relabel and getattr(agent, "replay_buffer", None) is not None else None
+        callbacks: list[BaseCallback] = [HumanPreferencesLogger(), *([relabel] if relabel else [])]
+        started = time.monotonic()
+        logger = learn(agent, args, session, wrapped, extra_callbacks=callbacks)
+        if relabel is not None:
+            print(f"relabelled the replay buffer {relabel.relabellings} times in {relabel.seconds:.0f} s, "
+                  f"{relabel.seconds / (time.monotonic() - started):.1%} of this session's learning", flush=True)
         stats = wrapped.stats()
         print(f"done: mean true return of the last {len(logger.returns)} episodes {mean_or_na(logger.returns)} "
               f"(random policy: {random_return}); labels: {stats.run_labels} in all "
@@ -329,7 +338,7 @@ def resume_command(log_dir: str) -> str:
 
 
 def learn(agent: BaseAlgorithm, args: Args, session: Session, wrapped: HumanPreferencesVecEnvWrapper | None = None,
-          extra_callbacks: tuple = ()) -> TrueReturnLogger:
+          extra_callbacks: list[BaseCallback] | tuple = ()) -> TrueReturnLogger:
     """Train ``agent`` up to ``args.total_timesteps`` agent steps, from the session's agent checkpoint if any,
     saving it and writing the learning curve as it goes; returns the progress printer (recent returns)."""
     ckpt = agent_checkpoint_path(session.log_dir)

@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import pytest
 import torch
-from stable_baselines3 import PPO
+from stable_baselines3 import DQN, PPO, SAC
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import VecEnvWrapper
@@ -74,6 +74,41 @@ def test_a_resumed_agent_has_the_saved_weights_optimiser_state_counters_and_sche
     # After the first update of the resumed session (at step 256), the schedule is at 1 - 256/384 of the run,
     # as it would be had the run never stopped -- not at 1 - 64/192 of this session.
     assert rates.by_step[256] == pytest.approx(1e-3 * (1 - 256 / total))
+
+
+@pytest.mark.parametrize("algorithm", [SAC, DQN])
+def test_a_resumed_off_policy_agent_has_its_optimisers_entropy_coefficient_and_replay_buffer(tmp_path, algorithm):
+    path = str(tmp_path / "agent" / "agent.pt")
+    env_id = "Pendulum-v1" if algorithm is SAC else "CartPole-v1"
+
+    def agent(seed: int):
+        return algorithm("MlpPolicy", make_vec_env(env_id, n_envs=2, seed=seed), buffer_size=100, learning_starts=20,
+                         batch_size=8, seed=seed, policy_kwargs=dict(net_arch=[8]))
+    trained = agent(0).learn(130)  # 65 steps of 2 envs: the buffer's 50 slots wrapped round
+    save_agent(trained, path, 200, SETTINGS)
+    resumed = agent(1)
+    restore_agent(resumed, load_agent_state(path, SETTINGS), path)
+    saved, restored = trained.replay_buffer, resumed.replay_buffer
+    assert (restored.pos, restored.full) == (saved.pos, saved.full) and saved.full
+    for name in ("observations", "next_observations", "actions", "rewards", "dones", "timeouts"):
+        assert np.array_equal(getattr(restored, name), getattr(saved, name)), name
+    modules, tensors = trained._get_torch_save_params()
+    assert len(modules) > 1 and (tensors or algorithm is DQN)
+    for name in modules[1:]:  # the optimisers
+        before = getattr_dotted(trained, name).state_dict()["state"]
+        after = getattr_dotted(resumed, name).state_dict()["state"]
+        assert before.keys() == after.keys() and before
+        assert all(torch.equal(before[i]["exp_avg"], after[i]["exp_avg"]) for i in before)
+    for name in tensors:
+        assert torch.equal(getattr_dotted(trained, name), getattr_dotted(resumed, name))
+    resumed.learn(200 - resumed.num_timesteps, reset_num_timesteps=False)
+    assert resumed.num_timesteps >= 200
+
+
+def getattr_dotted(obj, dotted: str):
+    for name in dotted.split("."):
+        obj = getattr(obj, name)
+    return obj
 
 
 def test_a_bad_agent_checkpoint_gives_a_clear_error_and_runs_no_code(tmp_path):

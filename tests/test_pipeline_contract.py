@@ -30,6 +30,10 @@ class Recording(Pipeline):
         return frames.reshape(len(frames), -1).mean(axis=1)
 
     @property
+    def predictor(self) -> None:
+        return None
+
+    @property
     def using_reward_from_predictor(self) -> bool:
         return True
 

@@ -70,7 +70,7 @@ class RunnerPipeline(Pipeline):
         self._next_flush = self._next_weights_poll = 0.0
         self._weights_call = self._weights_fetch = None
         self._weights_version = 0
-        self.predictor: RewardPredictor | None = None
+        self._predictor: RewardPredictor | None = None
         self._true_reward = False  # switch_to_true_reward(): step() returns None, the env's own reward
         self._closed = False
         self.counts = {"clips_cut": 0, "clips_sent": 0, "clips_over_share": 0, "clips_dropped_backlog": 0}
@@ -93,9 +93,9 @@ class RunnerPipeline(Pipeline):
             self._poll_weights()
         if self._true_reward:
             return None
-        if self.predictor is None:
+        if self._predictor is None:
             return np.zeros(self.n_envs)
-        return self.predictor.rewards(frames)
+        return self._predictor.rewards(frames)
 
     def _keep(self, env_index: int, episode: int, frames: np.ndarray, rewards: np.ndarray) -> None:
         self.counts["clips_cut"] += 1
@@ -107,9 +107,14 @@ class RunnerPipeline(Pipeline):
             self.counts["clips_over_share"] += 1
 
     @property
+    def predictor(self) -> RewardPredictor | None:
+        """The reward predictor of the service's weights last synced (None before the first)."""
+        return self._predictor
+
+    @property
     def using_reward_from_predictor(self) -> bool:
         """True once the runner has the service's reward weights (and ``switch_to_true_reward()`` was not called)."""
-        return self.predictor is not None and not self._true_reward
+        return self._predictor is not None and not self._true_reward
 
     def switch_to_true_reward(self) -> None:
         """Return the env's own reward from now on (e.g. to evaluate the agent)."""
@@ -117,7 +122,7 @@ class RunnerPipeline(Pipeline):
 
     def switch_to_predicted_reward(self) -> None:
         """Return the predicted reward again; needs the service's weights (fetched now if need be)."""
-        if self.predictor is None and not self.sync_weights():
+        if self._predictor is None and not self.sync_weights():
             raise UsageError("No reward predictor yet: the preference service has no ready weights (its "
                              "PreferenceService.wait_for_reward_predictor() waits for them)")
         self._true_reward = False
@@ -143,7 +148,7 @@ class RunnerPipeline(Pipeline):
             n_envs=self.n_envs, clips_sent=c["clips_sent"],
             clips_dropped=c["clips_over_share"] + c["clips_dropped_backlog"],
             tail_frames_dropped=self._clips.n_tail_frames_dropped,
-            predictor_training_step=self.predictor.training_step if self.predictor else None,
+            predictor_training_step=self._predictor.training_step if self._predictor else None,
             clips_cut=c["clips_cut"], clips_over_share=c["clips_over_share"],
             clips_dropped_backlog=c["clips_dropped_backlog"], weights_version=self._weights_version)
 
@@ -195,7 +200,7 @@ class RunnerPipeline(Pipeline):
             data = self._ray.get(ref)
         except self._ray.exceptions.RayError:
             return
-        self.predictor = RewardPredictor.from_bytes(data)
+        self._predictor = RewardPredictor.from_bytes(data)
         self._weights_version = version
 
     def sync_weights(self, timeout: float = 60.0) -> bool:
@@ -203,4 +208,4 @@ class RunnerPipeline(Pipeline):
         reply = self._ray.get(self._service.weights_after.remote(self._weights_version), timeout=timeout)
         if reply is not None:
             self._load(reply[0], reply[1][0])
-        return self.predictor is not None
+        return self._predictor is not None

@@ -8,7 +8,7 @@ import numpy as np
 
 from drlhp.clips.frames import FrameSpec, infer_frame_spec
 from drlhp.config import PreferenceConfig
-from drlhp.errors import ConfigError
+from drlhp.errors import ConfigError, UsageError
 from drlhp.runtime.contract import Pipeline, PipelineFactory
 from drlhp.runtime.pipeline import PreferencePipeline
 from drlhp.runtime.stats import PipelineStats
@@ -17,6 +17,8 @@ TRUE_REWARD_KEY = "drlhp_true_reward"
 """``info`` key holding the environment's own reward of every step."""
 PREDICTED_REWARD_KEY = "drlhp_predicted_reward"
 """``info`` key holding the predicted, normalised reward (present while it is returned)."""
+#: Observations ``predicted_rewards`` turns into frames at a time (each pass of the network takes fewer).
+RELABEL_CHUNK = 4096
 
 
 class _Closable(Protocol):
@@ -95,6 +97,29 @@ class PipelineFrontEnd:
         (``labelling="web"``), else None. Keep it to yourself: labellers get ``labelling_url``."""
         return self.pipeline.labelling_owner_url
 
+    def predicted_rewards(self, observations: Any) -> np.ndarray:
+        """The predicted, normalised reward ``step()`` now gives a step that ends in each of ``observations`` (a
+        batch along the first axis: an array, or a dict / tuple of arrays as a vector env returns them), from the
+        reward predictor the wrapper holds now: what an off-policy agent's stored rewards are relabelled with
+        (``drlhp.sb3.RelabelReplayBuffer`` does it for SB3's replay buffers; docs/off-policy.md).
+
+        ``obs_transform_func`` is applied as on a step. Raises ``UsageError`` before the first checkpoint.
+        """
+        predictor = self.pipeline.predictor
+        if predictor is None:
+            raise UsageError("no reward predictor yet: there is no predicted reward to relabel with until the "
+                             "trainer's first checkpoint (using_reward_from_predictor says when rewards are predicted)")
+        n = batch_length(observations)
+        rewards = np.empty(n)
+        for start in range(0, n, RELABEL_CHUNK):  # one chunk's frames at a time: a replay buffer's may not fit twice
+            stop = min(n, start + RELABEL_CHUNK)
+            if self._transform is None and isinstance(observations, np.ndarray):
+                frames = observations[start:stop]  # a view: no copy
+            else:
+                frames = np.stack([self._frame(unbatch(observations, i)) for i in range(start, stop)])
+            rewards[start:stop] = predictor.normalised_rewards(frames)
+        return rewards
+
     def wait_for_reward_predictor(self, timeout: float | None = None) -> None:
         """Block until the predicted reward is returned; see ``PreferencePipeline.wait_for_reward_predictor``."""
         self.pipeline.wait_for_reward_predictor(timeout)
@@ -122,6 +147,15 @@ class PipelineFrontEnd:
 
     def __exit__(self: _Closable, *exc) -> None:  # a front-end is also an env (wrapper): it has close()
         self.close()
+
+
+def batch_length(obs: Any) -> int:
+    """How many observations a batched one holds (arrays, or dicts / tuples of them)."""
+    if isinstance(obs, dict):
+        return batch_length(next(iter(obs.values())))
+    if isinstance(obs, tuple):
+        return batch_length(obs[0])
+    return len(obs)
 
 
 def unbatch(obs: Any, i: int) -> Any:

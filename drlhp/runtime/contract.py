@@ -15,6 +15,7 @@ import numpy as np
 from drlhp.clips.cutting import EpisodeClips
 from drlhp.clips.frames import FrameSpec
 from drlhp.config import PreferenceConfig
+from drlhp.reward.predictor import RewardPredictor
 from drlhp.runtime.stats import PipelineStats
 
 
@@ -42,6 +43,12 @@ class Pipeline(ABC):
         """Every env's episode ended (or all were reset)."""
         for i in range(self.n_envs):
             self.end_episode(i)
+
+    @property
+    @abstractmethod
+    def predictor(self) -> RewardPredictor | None:
+        """The reward predictor the predicted rewards come from (None before the first); each checkpoint loaded is a
+        new object."""
 
     @property
     @abstractmethod

@@ -13,8 +13,9 @@ SMALL = ["--label-budget", "40", "--n-initial-prefs", "10", "--n-initial-trainin
 
 
 def run(log_dir, steps: int, *extra: str) -> str:
+    # In the run's directory: MuJoCo writes its warnings to MUJOCO_LOG.TXT where it runs.
     proc = subprocess.run([sys.executable, EXAMPLE, *SMALL, "--total-timesteps", str(steps), "--log-dir", str(log_dir),
-                           *extra], capture_output=True, text=True, timeout=240, cwd=log_dir)  # MuJoCo's MUJOCO_LOG.TXT goes there
+                           *extra], capture_output=True, text=True, timeout=240, cwd=log_dir)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc.stdout
 

@@ -64,7 +64,7 @@ class RelabelReplayBuffer(BaseCallback):
 
     def _init_callback(self) -> None:
         buffer = getattr(self.model, "replay_buffer", None)
-        if not isinstance(buffer, (ReplayBuffer, DictReplayBuffer)):
+        if not isinstance(buffer, ReplayBuffer):  # DictReplayBuffer's too
             raise ConfigError(
                 f"RelabelReplayBuffer relabels an off-policy agent's replay buffer (SAC, TD3, DQN, ...): "
                 f"{type(self.model).__name__} has {'none' if buffer is None else type(buffer).__name__}. An on-policy "
@@ -101,8 +101,9 @@ class RelabelReplayBuffer(BaseCallback):
         predictor = self.wrapper.pipeline.predictor
         buffer = self.buffer
         n_slots = buffer.buffer_size if buffer.full else buffer.pos
-        for first in range(0, n_slots, max(1, CHUNK // buffer.n_envs)):
-            slots = np.arange(first, min(n_slots, first + max(1, CHUNK // buffer.n_envs)))
+        per_chunk = max(1, CHUNK // buffer.n_envs)
+        for first in range(0, n_slots, per_chunk):
+            slots = np.arange(first, min(n_slots, first + per_chunk))
             buffer.rewards[slots] = self._rewards(self._next_observations(slots)).reshape(len(slots), buffer.n_envs)
         for (slot, env), last in self._last_frames.items():
             if slot < n_slots:

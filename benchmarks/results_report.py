@@ -38,7 +38,7 @@ SEED = 0  # of the bootstrap: the same records print the same intervals
 @dataclass(frozen=True)
 class Task:
     title: str
-    family: str  # "atari" or "movingdot": one table each
+    family: str  # "atari", "mujoco" or "movingdot": one table each
     step: int  # agent steps at which runs are scored
     random_return: float  # a random policy's true return: 0 on the normalised scale
     random_source: str
@@ -51,6 +51,10 @@ TASKS = {
     "breakout": Task("Breakout", "atari", 1_000_000, 1.5, "about 1.5 a game; a drlhp run's warm-up measured 1.4",
                      3000),
     "seaquest": Task("Seaquest", "atari", 1_000_000, 68.4, "Mnih et al. (2015), random play", 3000),
+    # D4RL's random-policy returns (Fu et al. 2020), of the v2 tasks; v5 keeps their models and rewards.
+    "halfcheetah_sac": Task("HalfCheetah (SAC)", "mujoco", 300_000, -280.2, "D4RL's random policy (Fu et al. 2020)",
+                            700),
+    "hopper_sac": Task("Hopper (SAC)", "mujoco", 300_000, -20.3, "D4RL's random policy (Fu et al. 2020)", 700),
     "moving_dot_random_target": Task("MovingDot, target at random", "movingdot", 300_000, 30.8,
                                      "30.6-31.1 in the runs' warm-ups", 1000),
 }
@@ -158,7 +162,7 @@ def fmt_iqm(arm: Arm | tuple) -> str:
 
 def main_table(per_task: dict[str, dict[str, Arm]], family: str) -> str:
     if not any(TASKS[t].family == family and "drlhp" in arms for t, arms in per_task.items()):
-        return "No run with today's defaults recorded yet: the runs so far are levers (below)."
+        return "No run with today's defaults recorded yet."
     lines = ["| task | arm | runs (seeds) | return at the step, each run | normalised, each run | IQM [95 % CI] "
              "| median wall time |", "|---|---|---|---|---|---|---|"]
     for task, by_arm in per_task.items():
@@ -238,6 +242,7 @@ def tables(records: list[Record]) -> dict[str, str]:
         "readme": readme_sentence(per_task),
         "atari": main_table(per_task, "atari") + "\n\n" + aggregate_table(over_games(per_task), per_task),
         "movingdot": main_table(per_task, "movingdot"),
+        "mujoco": main_table(per_task, "mujoco"),
         "levers": levers_table(records, per_task),
         "random": f"Random policies' returns (0 on the normalised scale): {randoms}.",
     }

@@ -81,6 +81,9 @@ def parse_args() -> tuple[argparse.Namespace, list[str]]:
     parser.add_argument("--plot-only", action="store_true", help="only merge and draw the runs already in --out")
     parser.add_argument("--baseline", help="a merged learning_curves.csv: take the true-reward run from it, run "
                                            "only drlhp")
+    parser.add_argument("--arm", choices=RUNS, help="run (and draw, and record) only this arm, e.g. the true-reward "
+                                                   "run on a core the other leaves free; the other can follow "
+                                                   "later with its own --arm")
     parser.add_argument("--smooth", type=int, default=20, help="episodes in the moving mean drawn (default: 20)")
     parser.add_argument("--record", metavar="RESULTS",
                         help="write a run record of each finished run under RESULTS/<example>/ (e.g. "
@@ -103,7 +106,7 @@ def parse_args() -> tuple[argparse.Namespace, list[str]]:
 
 def main() -> None:
     args, example_args = parse_args()
-    runs = ("drlhp",) if args.baseline else RUNS
+    runs = ("drlhp",) if args.baseline else (args.arm,) if args.arm else RUNS
     log_dirs = {run: os.path.join(args.out, run) for run in runs}
     if not args.plot_only:
         existing = [d for d in log_dirs.values() if os.path.exists(d)]
@@ -337,7 +340,7 @@ def draw(curves: dict, path: str, window: int, task: str) -> str:
 
     fig, ax = plt.subplots(figsize=(10, 5.5))
     handles, labels_ax = [], None
-    names = {"drlhp": "drlhp (synthetic labels)", "true_reward": "PPO on the true reward"}
+    names = {"drlhp": "drlhp (synthetic labels)", "true_reward": "the agent on the true reward"}
     for (run, curve), color in zip(curves.items(), ("C0", "C1")):
         run_handles, labels_ax = plot_learning_curve(ax, curve, names[run], color, window, labels_ax, legend=False)
         handles += run_handles

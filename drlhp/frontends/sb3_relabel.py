@@ -60,7 +60,7 @@ class RelabelReplayBuffer(BaseCallback):
         self.relabellings = 0
         self.seconds = 0.0  # spent relabelling, in all
         self._next_allowed = 0.0  # monotonic time before which no relabelling starts
-        self._last_frames: dict[tuple[int, int], Any] = {}  # (slot, env) -> last obs of an episode (memory-optimised)
+        self._last_frames: dict[int, dict[int, Any]] = {}  # slot -> {env: last obs of an episode} (memory-optimised)
 
     def _init_callback(self) -> None:
         buffer = getattr(self.model, "replay_buffer", None)
@@ -86,13 +86,12 @@ class RelabelReplayBuffer(BaseCallback):
         """Keep the last observation of each episode that ended with this step: this step's transition goes to
         slot ``pos``, whose next slot will hold the next episode's first observation instead."""
         pos = self.buffer.pos
-        for key in [k for k in self._last_frames if k[0] == pos]:  # slot pos is overwritten now
-            del self._last_frames[key]
+        self._last_frames.pop(pos, None)  # slot pos is overwritten now
         vec_normalize = self.model.get_vec_normalize_env()
         for i in np.flatnonzero(self.locals["dones"]):
             last = self.locals["infos"][i].get("terminal_observation")
             if last is not None:
-                self._last_frames[(pos, int(i))] = np.array(
+                self._last_frames.setdefault(pos, {})[int(i)] = np.array(
                     vec_normalize.unnormalize_obs(last) if vec_normalize is not None else last)
 
     def relabel(self) -> int:
@@ -105,8 +104,8 @@ class RelabelReplayBuffer(BaseCallback):
         for first in range(0, n_slots, per_chunk):
             slots = np.arange(first, min(n_slots, first + per_chunk))
             buffer.rewards[slots] = self._rewards(self._next_observations(slots)).reshape(len(slots), buffer.n_envs)
-        for (slot, env), last in self._last_frames.items():
-            if slot < n_slots:
+        for slot, lasts in self._last_frames.items():
+            for env, last in lasts.items():
                 buffer.rewards[slot, env] = self._rewards(_batched(last))[0]
         self.relabelled_with = predictor
         took = time.monotonic() - start

@@ -124,6 +124,16 @@ def step_until(env, condition: Callable[[], bool], timeout: float = 60.0) -> int
     return n
 
 
+def step_vec_until(venv, condition: Callable[[], bool], timeout: float = 120.0) -> None:
+    """Step the vector env ``venv`` with random actions until ``condition()`` (bounded by time, not steps: on a
+    loaded machine the labeller and trainer processes fall behind however many steps the test takes)."""
+    venv.reset()
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"condition not reached; stats: {venv.stats()}"
+        venv.step(np.array([venv.action_space.sample() for _ in range(venv.num_envs)]))
+
+
 # Small, fast settings for wrapper tests.
 FAST = dict(segment_length=5, n_initial_prefs=8, n_initial_training_steps=4, reward_predictor_ckpt_interval=4,
             reward_predictor_batch_size=4, seed=0, ckpt_poll_interval=0.0, log_level=30, label_budget=None)

@@ -3,7 +3,7 @@ the one the current predictor gives the observation its transition ended in."""
 import gymnasium
 import numpy as np
 import pytest
-from conftest import FAST, FakePixelEnv, assert_same_in_float32, wait_for
+from conftest import FAST, FakePixelEnv, assert_same_in_float32, step_vec_until, wait_for
 from gymnasium import spaces
 
 pytest.importorskip("stable_baselines3")
@@ -60,13 +60,7 @@ def wrapped(venv, tmp_path):
 
 
 def until_predicted(env) -> None:
-    """Step with random actions until the wrapper returns predicted rewards."""
-    env.reset()
-    for _ in range(20_000):
-        env.step(np.array([env.action_space.sample() for _ in range(env.num_envs)]))
-        if env.using_reward_from_predictor:
-            return
-    raise AssertionError(f"no predicted reward: {env.stats()}")
+    step_vec_until(env, lambda: env.using_reward_from_predictor)
 
 
 @pytest.mark.parametrize("agent, n_envs, memory_optimised", [

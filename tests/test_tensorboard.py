@@ -6,9 +6,8 @@ import math
 import os
 
 import gymnasium
-import numpy as np
 import pytest
-from conftest import FAST, FakePixelEnv, step_until
+from conftest import FAST, FakePixelEnv, step_until, step_vec_until
 from stable_baselines3 import PPO
 from stable_baselines3.common.env_util import make_vec_env
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
@@ -47,9 +46,7 @@ def test_the_sb3_callback_puts_drlhps_figures_in_the_agents_run(tmp_path):
     venv = HumanPreferencesVecEnvWrapper(make_vec_env("drlhp/MovingDot-v0", n_envs=2, seed=0),
                                          log_dir=str(tmp_path / "log"), **{**FAST, "segment_length": 10})
     with venv:
-        venv.reset()
-        while not venv.using_reward_from_predictor:  # warm up on random actions, as the examples do
-            venv.step(np.array([venv.action_space.sample() for _ in range(2)]))
+        step_vec_until(venv, lambda: venv.using_reward_from_predictor)  # warm up on random actions, as the examples do
         model = PPO("MlpPolicy", venv, n_steps=64, batch_size=64, n_epochs=1, seed=0,
                     tensorboard_log=str(tmp_path / "tb"))
         model.learn(256, callback=HumanPreferencesLogger())

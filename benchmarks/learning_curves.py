@@ -55,10 +55,11 @@ from drlhp.learning_curve import current_rows, curve_from_rows, read_learning_cu
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLES = {"moving_dot": "moving_dot_ppo.py", "moving_dot_random_target": "moving_dot_random_target_ppo.py",
             "pong": "pong_ppo.py", "breakout": "breakout_ppo.py", "seaquest": "seaquest_ppo.py",
-            "halfcheetah_sac": "halfcheetah_sac.py", "hopper_sac": "hopper_sac.py"}
+            "halfcheetah_sac": "halfcheetah_sac.py", "hopper_sac": "hopper_sac.py",
+            "halfcheetah_ppo": "halfcheetah_ppo.py"}
 TASKS = {"moving_dot": "MovingDot", "moving_dot_random_target": "MovingDot, target at random", "pong": "Pong",
          "breakout": "Breakout", "seaquest": "Seaquest", "halfcheetah_sac": "HalfCheetah (SAC)",
-         "hopper_sac": "Hopper (SAC)"}
+         "hopper_sac": "Hopper (SAC)", "halfcheetah_ppo": "HalfCheetah (PPO)"}
 RUNS = ("drlhp", "true_reward")
 MERGED_COLUMNS = ("run", "agent_steps", "true_episode_return", "labels", "wall_time_s", "episode_length", "session")
 CONTROLLED = ("--log-dir", "--true-reward", "--resume")  # this script sets them per run

@@ -1,6 +1,7 @@
 """The examples' agent checkpoint, ``<log_dir>/agent/agent.pt``: an SB3 agent saved so that a killed run can go
 on where it was -- same weights, optimisers' state, step count and schedule progress; for an off-policy agent
-(SAC, TD3, DQN) also its replay buffer, beside it in ``agent/replay_buffer.npz``.
+(SAC, TD3, DQN) also its replay buffer, beside it in ``agent/replay_buffer.npz``, and for an agent that learns
+through ``VecNormalize`` (RL Zoo's MuJoCo PPO) its running statistics.
 
 Loading a file must never run code from it, so this does not use SB3's ``save``/``load`` or
 ``save_replay_buffer`` (they pickle): the agent file is a ``torch.save`` of plain tensors, numbers and strings,
@@ -15,7 +16,9 @@ import numpy as np
 import torch
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.buffers import ReplayBuffer
+from stable_baselines3.common.running_mean_std import RunningMeanStd
 from stable_baselines3.common.utils import get_device
+from stable_baselines3.common.vec_env import VecNormalize
 
 from drlhp.storage.files import atomic_write
 
@@ -65,6 +68,9 @@ def save_agent(agent: BaseAlgorithm, path: str, total_timesteps: int, settings: 
         "settings": dict(settings),
         **extra,
     }
+    normalize = agent.get_vec_normalize_env()
+    if normalize is not None:  # the policy only makes sense of observations scaled by these statistics
+        state["vec_normalize"] = _normalize_state(normalize)
     buffer = getattr(agent, "replay_buffer", None)
     if isinstance(buffer, ReplayBuffer):  # first, so that an agent file never points past its buffer
         with atomic_write(replay_buffer_path(path)) as f:
@@ -77,6 +83,27 @@ def _attr(agent: BaseAlgorithm, dotted: str):
     for name in dotted.split("."):
         agent = getattr(agent, name)
     return agent
+
+
+def _normalize_state(normalize: VecNormalize) -> dict:
+    """VecNormalize's running statistics, as tensors (what ``weights_only`` loading allows)."""
+    def stats(rms: RunningMeanStd) -> dict:
+        return {"mean": torch.as_tensor(rms.mean), "var": torch.as_tensor(rms.var), "count": float(rms.count)}
+    if not isinstance(normalize.obs_rms, RunningMeanStd):
+        raise AgentCheckpointError("VecNormalize of dict observations is not saved by the examples' checkpoint")
+    return {"obs_rms": stats(normalize.obs_rms), "ret_rms": stats(normalize.ret_rms),
+            "returns": torch.as_tensor(normalize.returns)}
+
+
+def _restore_normalize(normalize: VecNormalize, saved: dict) -> None:
+    for name in ("obs_rms", "ret_rms"):
+        rms: RunningMeanStd = getattr(normalize, name)
+        if saved[name]["mean"].shape != np.shape(rms.mean):
+            raise ValueError(f"VecNormalize's {name} is of shape {tuple(saved[name]['mean'].shape)}, this env's "
+                             f"{np.shape(rms.mean)}")
+        rms.mean, rms.var = saved[name]["mean"].numpy().copy(), saved[name]["var"].numpy().copy()
+        rms.count = saved[name]["count"]
+    normalize.returns = saved["returns"].numpy().copy()
 
 
 def _buffer_arrays(buffer: ReplayBuffer) -> dict[str, np.ndarray]:
@@ -152,6 +179,12 @@ def restore_agent(agent: BaseAlgorithm, state: dict, path: str) -> None:
         for name, tensor in state["tensors"].items():
             with torch.no_grad():
                 _attr(agent, name).copy_(tensor.to(get_device(agent.device)))
+        normalize = agent.get_vec_normalize_env()
+        if (normalize is None) != ("vec_normalize" not in state):
+            raise ValueError("VecNormalize statistics saved for an agent without VecNormalize, or none for one with "
+                             "it")
+        if normalize is not None:
+            _restore_normalize(normalize, state["vec_normalize"])
     except (RuntimeError, ValueError, KeyError) as e:
         raise AgentCheckpointError(f"{path} does not fit this agent ({str(e).splitlines()[0]}): it was written by "
                                    "another policy or algorithm setting; resume with the run's own settings, or "

@@ -13,7 +13,7 @@ import torch
 from stable_baselines3 import DQN, PPO, SAC
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
-from stable_baselines3.common.vec_env import VecEnvWrapper
+from stable_baselines3.common.vec_env import VecEnvWrapper, VecNormalize
 
 import drlhp  # noqa: F401  (registers drlhp/MovingDot-v0)
 from drlhp.learning_curve import LearningCurveWriter, read_learning_curve, read_rows
@@ -103,6 +103,29 @@ def test_a_resumed_off_policy_agent_has_its_optimisers_entropy_coefficient_and_r
         assert torch.equal(getattr_dotted(trained, name), getattr_dotted(resumed, name))
     resumed.learn(200 - resumed.num_timesteps, reset_num_timesteps=False)
     assert resumed.num_timesteps >= 200
+
+
+def test_a_resumed_agent_behind_vec_normalize_has_its_running_statistics(tmp_path):
+    path = str(tmp_path / "agent" / "agent.pt")
+
+    def agent(seed: int, normalize: bool = True):
+        venv = make_vec_env("Pendulum-v1", n_envs=2, seed=seed)
+        return PPO("MlpPolicy", VecNormalize(venv, gamma=0.9) if normalize else venv, n_steps=32, batch_size=32,
+                   n_epochs=1, seed=seed, policy_kwargs=dict(net_arch=[8]))
+    trained = agent(0).learn(128)
+    save_agent(trained, path, 256, SETTINGS)
+    resumed = agent(1)
+    restore_agent(resumed, load_agent_state(path, SETTINGS), path)
+    saved, restored = trained.get_vec_normalize_env(), resumed.get_vec_normalize_env()
+    assert saved.obs_rms.count > 100 and np.array_equal(saved.returns, restored.returns)
+    for name in ("obs_rms", "ret_rms"):
+        before, after = getattr(saved, name), getattr(restored, name)
+        assert np.array_equal(before.mean, after.mean) and np.array_equal(before.var, after.var), name
+        assert before.count == after.count and after.mean.dtype == np.float64
+    obs = np.random.default_rng(0).normal(size=(2, 3))
+    assert np.array_equal(saved.normalize_obs(obs), restored.normalize_obs(obs))
+    with pytest.raises(AgentCheckpointError, match="VecNormalize statistics saved for an agent without"):
+        restore_agent(agent(1, normalize=False), load_agent_state(path, SETTINGS), path)
 
 
 def getattr_dotted(obj, dotted: str):

@@ -1,21 +1,24 @@
-"""The MuJoCo example runs from state with SAC, its buffer relabelled, and a stopped run goes on with its buffer."""
+"""The MuJoCo examples run from state: SAC with its buffer relabelled, PPO behind VecNormalize; a stopped run goes on
+with its buffer or its statistics."""
 import os
 import subprocess
 import sys
 
 import numpy as np
 import pytest
+import torch
 
 pytest.importorskip("mujoco")
-EXAMPLE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples", "halfcheetah_sac.py")
+EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")
 SMALL = ["--label-budget", "40", "--n-initial-prefs", "10", "--n-initial-training-steps", "5", "--save-every", "500",
          "--log-every", "500"]
 
 
-def run(log_dir, steps: int, *extra: str) -> str:
+def run(log_dir, steps: int, *extra: str, example: str = "halfcheetah_sac.py") -> str:
     # In the run's directory: MuJoCo writes its warnings to MUJOCO_LOG.TXT where it runs.
-    proc = subprocess.run([sys.executable, EXAMPLE, *SMALL, "--total-timesteps", str(steps), "--log-dir", str(log_dir),
-                           *extra], capture_output=True, text=True, timeout=240, cwd=log_dir)
+    command = [sys.executable, os.path.join(EXAMPLES, example), *SMALL, "--total-timesteps", str(steps),
+               "--log-dir", str(log_dir), *extra]
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=240, cwd=log_dir)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc.stdout
 
@@ -28,3 +31,16 @@ def test_halfcheetah_sac_learns_on_the_predicted_reward_and_resumes_with_its_rep
     out = run(tmp_path, 1500, "--resume")
     assert "resuming the agent at step 1000" in out
     assert int(np.load(tmp_path / "agent" / "replay_buffer.npz")["pos"]) == 1500
+
+
+def test_halfcheetah_ppo_learns_behind_vec_normalize_and_resumes_with_its_statistics(tmp_path):
+    out = run(tmp_path, 1024, example="halfcheetah_ppo.py")
+    assert "reward: predicted" in out and "labels: 40 in all" in out
+    state = torch.load(tmp_path / "agent" / "agent.pt", weights_only=True)
+    assert state["num_timesteps"] == 1024 and state["vec_normalize"]["obs_rms"]["mean"].shape == (17,)
+    count = state["vec_normalize"]["obs_rms"]["count"]
+    assert round(count) == 1 + 1024  # the first reset's observation and every agent step's
+    out = run(tmp_path, 1536, "--resume", example="halfcheetah_ppo.py")
+    assert "resuming the agent at step 1024" in out
+    resumed = torch.load(tmp_path / "agent" / "agent.pt", weights_only=True)["vec_normalize"]["obs_rms"]["count"]
+    assert resumed == pytest.approx(count + 1 + 512)  # went on from the saved statistics: a reset, 512 steps

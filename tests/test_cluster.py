@@ -13,7 +13,7 @@ import pytest
 ray = pytest.importorskip("ray")
 psutil = pytest.importorskip("psutil")
 
-from conftest import FAST, StampedEnv, gone, wait_for  # noqa: E402
+from conftest import FAST, StampedEnv, assert_same_in_float32, gone, wait_for  # noqa: E402
 
 from drlhp import PrefBuffer  # noqa: E402
 from drlhp.cluster import (  # noqa: E402
@@ -326,6 +326,7 @@ def test_rllib_ppo_runners_feed_the_service_a_killed_runner_is_restarted_and_no_
         sample_until_reward_predictor_ready(algo, service, timeout=120)
         result = algo.train()
         assert "drlhp_true_episode_return" in result["env_runners"]
+        assert algo._drlhp_relabeller is None and "relabellings" not in result["drlhp"]  # on-policy: no buffer
         group = algo.env_runner_group
         runner_pids = group.foreach_env_runner(lambda r: os.getpid(), local_env_runner=False)
         labels_before = result["drlhp"]["run_labels"]
@@ -362,3 +363,124 @@ def _flat(env):
 def _frame(obs: np.ndarray) -> np.ndarray:
     """The flat policy input back to the 16x16 frame the reward network sees (drlhp's obs_transform_func)."""
     return np.round(obs.reshape(16, 16, 1) * 255.0).astype(np.uint8)
+
+
+def test_rllib_dqn_replay_buffer_holds_the_newest_predictors_rewards_after_a_switch(cluster, tmp_path):
+    from ray.rllib.algorithms.dqn import DQNConfig
+
+    from drlhp.cluster.rllib import sample_until_reward_predictor_ready, with_preferences
+
+    service = start_service(tmp_path, env=_flat(small_dot()), obs_transform_func=_frame)
+    config = (DQNConfig()  # the driver's own env runner: no runner actors to start
+              .env_runners(num_env_runners=0, num_envs_per_env_runner=2, rollout_fragment_length=20)
+              .training(train_batch_size_per_learner=16, num_steps_sampled_before_learning_starts=0,
+                        # fewer steps than the run takes: the buffer evicts episodes
+                        replay_buffer_config={"type": "PrioritizedEpisodeReplayBuffer", "capacity": 300,
+                                              "alpha": 0.6, "beta": 0.4})
+              .reporting(min_time_s_per_iteration=0, min_sample_timesteps_per_iteration=0)
+              .rl_module(model_config={"fcnet_hiddens": [16]}))
+    algo = with_preferences(config, lambda env_config: _flat(small_dot()), service, max_time_share=1.0,
+                            weights_poll_interval=0.05).build_algo()
+    try:
+        sample_until_reward_predictor_ready(algo, service, timeout=120)
+        relabeller = algo._drlhp_relabeller
+        deadline = time.monotonic() + 120
+        relabelled = False
+        buffer = algo.local_replay_buffer
+        # Until an iteration ends in a relabelling that is not the first (the buffer moves from one predictor to a
+        # newer one) once the buffer is full (it has evicted episodes).
+        while not relabelled:
+            assert time.monotonic() < deadline, "no second relabelling of a full buffer within 120 s"
+            before = relabeller.relabellings
+            result = algo.train()
+            relabelled = relabeller.relabellings > before >= 1 and buffer.get_num_episodes_evicted() > 0
+        stats = result["drlhp"]
+        assert stats["relabellings"] >= 2 and stats["relabel_seconds"] > 0
+        assert stats["relabelled_weights_version"] == relabeller.version >= stats["weights_version"]  # the newest
+        predictor = relabeller.predictor
+        stored, expected, given = [], [], []
+        for episode in buffer.episodes:  # reward t: of the step into observation t + 1
+            frames = np.stack([_frame(episode.get_observations(t + 1)) for t in range(len(episode))])
+            stored.extend(episode.get_rewards())
+            expected.extend(predictor.normalised_rewards(frames))
+            given.extend(episode.get_infos(t + 1).get(PREDICTED_REWARD_KEY, 0.0) for t in range(len(episode)))
+        assert len(stored) == len(buffer) > 200
+        assert np.ptp(expected) > 0.05  # rewards that tell steps apart (0.13-0.14 in runs)
+        assert_same_in_float32(stored, expected)
+        # What the runner gave (an older predictor's reward, or 0.0 before the first): the buffer held it before.
+        assert np.mean(np.abs(np.subtract(given, expected)) > 1e-3) > 0.5, "the relabelling changed nothing"
+    finally:
+        algo.stop()
+        service.close()
+
+
+class _WeightsOnly:
+    """Stands in for a PreferenceService handle: a newer predictor at every ask, with ``_frame`` as its
+    obs_transform_func."""
+
+    def __init__(self, predictor) -> None:
+        self.config = type("Config", (), {"obs_transform_func": staticmethod(_frame)})()
+        self.data, self.asked = predictor.to_bytes(), 0
+
+    def weights_after(self, version: int):
+        self.asked += 1
+        return version + 1, self.data
+
+
+def _episode(seed: int, steps: int, integer_rewards: bool = False):
+    from ray.rllib.env.single_agent_episode import SingleAgentEpisode
+
+    env, episode = _flat(small_dot()), SingleAgentEpisode()
+    obs, _ = env.reset(seed=seed)
+    episode.add_env_reset(obs)
+    for _ in range(steps):
+        obs, _, _, _, _ = env.step(env.action_space.sample())
+        episode.add_env_step(obs, 0, 7 if integer_rewards else 7.0)
+    return episode
+
+
+def test_a_replay_buffer_is_relabelled_whole_lookbacks_and_numpyd_episodes_too_within_the_time_bound():
+    from ray.rllib.utils.replay_buffers.episode_replay_buffer import EpisodeReplayBuffer
+
+    from drlhp.clips.frames import infer_frame_spec
+    from drlhp.cluster.relabel import ReplayBufferRelabeller
+    from drlhp.reward.predictor import NetConfig, RewardPredictor
+
+    buffer = EpisodeReplayBuffer(capacity=1000)
+    ongoing = _episode(1, 12)
+    continuation = ongoing.cut(len_lookback_buffer=1)  # stored alone: its first step's reward is in its lookback
+    for _ in range(5):
+        obs = _flat(small_dot()).observation_space.sample()
+        continuation.add_env_step(obs, 0, 7.0)
+    buffer.add([_episode(0, 20).to_numpy(), _episode(2, 9, integer_rewards=True).to_numpy(), continuation])
+    assert continuation.rewards.lookback == 1 and not continuation.is_numpy
+    predictor = RewardPredictor(NetConfig(infer_frame_spec(_frame(ongoing.get_observations(0))), dropout=0.0))
+    service = _WeightsOnly(predictor)
+    relabeller = ReplayBufferRelabeller(buffer, service, max_time_share=0.5)
+    assert relabeller.maybe_relabel() and relabeller.version == 1
+    assert not relabeller.maybe_relabel() and service.asked == 1  # as long again as it took: not before
+    for episode in buffer.episodes:
+        first = -1 if episode.rewards.lookback else 0  # the lookback's reward, of the step into observation 0
+        frames = np.stack([_frame(episode.get_observations(t + 1, neg_index_as_lookback=True))
+                           for t in range(first, len(episode))])
+        assert_same_in_float32(episode.get_rewards(slice(first, None), neg_index_as_lookback=True),
+                               predictor.normalised_rewards(frames))
+    time.sleep(relabeller.last_seconds)
+    assert relabeller.maybe_relabel() and relabeller.relabellings == 2 and relabeller.version == 2
+
+
+def test_replay_buffers_drlhp_cannot_relabel_are_refused_with_the_fix():
+    from ray.rllib.utils.replay_buffers import MultiAgentEpisodeReplayBuffer, ReplayBuffer
+
+    from drlhp.cluster.relabel import ReplayBufferRelabeller
+    from drlhp.cluster.rllib import with_preferences
+    from drlhp.errors import ConfigError
+
+    service = _WeightsOnly.__new__(_WeightsOnly)
+    service.config = None
+    with pytest.raises(ConfigError, match=r"multi-agent.*PrioritizedEpisodeReplayBuffer.*relabel=False"):
+        ReplayBufferRelabeller(MultiAgentEpisodeReplayBuffer(), service)
+    with pytest.raises(ConfigError, match=r"ReplayBuffer: run it on the new API stack.*relabel=False"):
+        ReplayBufferRelabeller(ReplayBuffer(), service)
+    with pytest.raises(ConfigError, match="max_time_share"):
+        with_preferences(None, small_dot, service, max_time_share=0.0)

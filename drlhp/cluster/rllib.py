@@ -7,25 +7,32 @@ and send capped clips to the service. The algorithm then learns from predicted r
 without a change. Its callbacks log the true episode return
 (``env_runners/drlhp_true_episode_return``) and, after every training iteration in
 the driver, check the service (a failure there raises from ``algo.train()``) and put
-its counters in ``result["drlhp"]``.
+its counters in ``result["drlhp"]``. An off-policy algorithm's replay buffer (SAC, DQN)
+is relabelled there too, when the service has a newer reward predictor
+(``drlhp.cluster.relabel``).
 
 Why relabel in the runners rather than on the learner: see docs/ray.md ("The design").
 """
 from __future__ import annotations
 
+import logging
 import time
 from typing import Callable
 
 import gymnasium
 
+from drlhp.cluster.relabel import DEFAULT_MAX_TIME_SHARE, ReplayBufferRelabeller
 from drlhp.cluster.runner_env import ClusterPreferenceVectorWrapper, ClusterPreferenceWrapper
 from drlhp.cluster.runner_pipeline import RunnerPipeline
 from drlhp.cluster.service import PreferenceService, import_ray
+from drlhp.errors import ConfigError
 from drlhp.frontends.base import TRUE_REWARD_KEY
 
+log = logging.getLogger("drlhp")
 
-def with_preferences(config, make_env: Callable[[dict], gymnasium.Env], service: PreferenceService,
-                     **link_options):
+
+def with_preferences(config, make_env: Callable[[dict], gymnasium.Env], service: PreferenceService, *,
+                     relabel: bool = True, max_time_share: float = DEFAULT_MAX_TIME_SHARE, **link_options):
     """``config`` (an RLlib ``AlgorithmConfig``) training on ``make_env``'s envs with rewards from ``service``.
 
     ``make_env(env_config)`` builds one env as the agent sees it (the service's
@@ -34,7 +41,15 @@ def with_preferences(config, make_env: Callable[[dict], gymnasium.Env], service:
     after ``env_runners(num_env_runners=..., num_envs_per_env_runner=...)``: they set
     each runner's share of the service's clip rate. ``link_options``: ``flush_interval``
     (seconds between a runner's clip batches, 0.5) and ``weights_poll_interval`` (1.0).
+
+    ``relabel``: for an algorithm with a replay buffer (SAC, DQN on the new API stack), after each
+    training iteration in which the service has a newer reward predictor, rewrite every stored reward
+    with it (``ReplayBufferRelabeller``), at most ``max_time_share`` of the run's wall time; its counters
+    join ``result["drlhp"]``. An algorithm without one (PPO) is unaffected. A buffer drlhp cannot
+    relabel is refused when the algorithm is built; ``relabel=False`` keeps the runners' rewards.
     """
+    if not 0 < max_time_share <= 1:
+        raise ConfigError(f"max_time_share must be in (0, 1], got {max_time_share}")
     import_ray()
     from ray.tune.registry import register_env
 
@@ -42,7 +57,7 @@ def with_preferences(config, make_env: Callable[[dict], gymnasium.Env], service:
     register_env(env_name, _EnvCreator(make_env, service.name, 1.0 / max(1, config.num_env_runners), link_options))
     return (config.environment(env=env_name)
             .env_runners(gym_env_vectorize_mode="vector_entry_point")
-            .callbacks(_callbacks_for(service.name)))
+            .callbacks(_callbacks_for(service.name, relabel, max_time_share)))
 
 
 class _EnvCreator:
@@ -63,7 +78,7 @@ class _EnvCreator:
         return ClusterPreferenceVectorWrapper(envs, self.service_name, self.runner_share, **self.link_options)
 
 
-def _callbacks_for(service_name: str):
+def _callbacks_for(service_name: str, relabel: bool = True, max_time_share: float = DEFAULT_MAX_TIME_SHARE):
     from ray.rllib.callbacks.callbacks import RLlibCallback
 
     class PreferenceCallbacks(RLlibCallback):
@@ -74,8 +89,27 @@ def _callbacks_for(service_name: str):
             if metrics_logger is not None:
                 metrics_logger.log_value("drlhp_true_episode_return", true_return, reduce="mean", window=100)
 
+        def on_algorithm_init(self, *, algorithm, **kwargs) -> None:
+            # Here, not at the first result: a buffer drlhp cannot relabel is refused by build_algo().
+            algorithm._drlhp_relabeller = _relabeller_for(algorithm) if relabel else None
+
         def on_train_result(self, *, algorithm, result: dict, **kwargs) -> None:
             result["drlhp"] = _service(algorithm).stats()  # raises if the service or its processes failed
+            relabeller = getattr(algorithm, "_drlhp_relabeller", None)
+            if relabeller is not None:
+                relabeller.maybe_relabel()
+                result["drlhp"].update(relabeller.stats())
+
+    def _relabeller_for(algorithm) -> ReplayBufferRelabeller | None:
+        buffer = getattr(algorithm, "local_replay_buffer", None)
+        if buffer is None:
+            return None  # on-policy (PPO): every update uses fresh rewards
+        if getattr(algorithm.config, "_env_to_module_connector", None) is not None:
+            log.warning("drlhp relabels the replay buffer from the observations its episodes hold: an env-to-module "
+                        "connector of yours that writes observations into episodes (MeanStdFilter, "
+                        "FlattenObservations, an ObservationPreprocessor) makes them differ from those the runners "
+                        "rewarded. Transform observations in make_env's env instead, or pass relabel=False.")
+        return ReplayBufferRelabeller(buffer, _service(algorithm), max_time_share)
 
     def _service(algorithm) -> PreferenceService:
         handle = getattr(algorithm, "_drlhp_service", None)

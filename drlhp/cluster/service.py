@@ -290,6 +290,14 @@ class PreferenceService:
         """Block until the service's reward predictor is ready (see ``PreferencePipeline``'s method of that name)."""
         self._get(self._actor.wait_for_reward_predictor.remote(timeout), timeout=None)
 
+    def weights_after(self, version: int, timeout: float = 60.0) -> tuple[int, bytes] | None:
+        """``(version, bytes)`` of the newest ready reward predictor (``RewardPredictor.to_bytes()``) if its
+        version is newer than ``version``, else None (what the driver relabels a replay buffer with)."""
+        reply = self._get(self._actor.weights_after.remote(version), timeout=timeout)
+        if reply is None:
+            return None
+        return reply[0], self._get(reply[1][0], timeout=timeout)
+
     def processes(self) -> dict:
         """Process ids of the service actor and its two worker processes."""
         return self._get(self._actor.processes.remote())

@@ -439,7 +439,7 @@ def _episode(seed: int, steps: int, integer_rewards: bool = False):
     return episode
 
 
-def test_a_replay_buffer_is_relabelled_whole_lookbacks_and_numpyd_episodes_too_within_the_time_bound():
+def test_a_replay_buffer_is_relabelled_whole_lookbacks_and_numpyd_episodes_too_within_the_time_bound(monkeypatch):
     from ray.rllib.utils.replay_buffers.episode_replay_buffer import EpisodeReplayBuffer
 
     from drlhp.clips.frames import infer_frame_spec
@@ -465,7 +465,8 @@ def test_a_replay_buffer_is_relabelled_whole_lookbacks_and_numpyd_episodes_too_w
                            for t in range(first, len(episode))])
         assert_same_in_float32(episode.get_rewards(slice(first, None), neg_index_as_lookback=True),
                                predictor.normalised_rewards(frames))
-    time.sleep(relabeller.last_seconds)
+    later = time.monotonic() + relabeller.last_seconds  # as long again as the last one took has passed
+    monkeypatch.setattr(time, "monotonic", lambda: later)
     assert relabeller.maybe_relabel() and relabeller.relabellings == 2 and relabeller.version == 2
 
 

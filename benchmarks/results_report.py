@@ -52,10 +52,10 @@ TASKS = {
                      3000),
     "seaquest": Task("Seaquest", "atari", 1_000_000, 68.4, "Mnih et al. (2015), random play", 3000),
     # D4RL's random-policy returns (Fu et al. 2020), of the v2 tasks; v5 keeps their models and rewards.
-    "halfcheetah_sac": Task("HalfCheetah (SAC)", "mujoco", 300_000, -280.2, "D4RL's random policy (Fu et al. 2020)",
+    "halfcheetah_sac": Task("HalfCheetah (SAC)", "mujoco", 300_000, -280.2, "D4RL's random policy, Fu et al. 2020",
                             700),
-    "hopper_sac": Task("Hopper (SAC)", "mujoco", 300_000, -20.3, "D4RL's random policy (Fu et al. 2020)", 700),
-    "halfcheetah_ppo": Task("HalfCheetah (PPO)", "mujoco", 1_000_000, -280.2, "D4RL's random policy (Fu et al. 2020)",
+    "hopper_sac": Task("Hopper (SAC)", "mujoco", 300_000, -20.3, "D4RL's random policy, Fu et al. 2020", 700),
+    "halfcheetah_ppo": Task("HalfCheetah (PPO)", "mujoco", 1_000_000, -280.2, "D4RL's random policy, Fu et al. 2020",
                             700),
     "moving_dot_random_target": Task("MovingDot, target at random", "movingdot", 300_000, 30.8,
                                      "30.6-31.1 in the runs' warm-ups", 1000),

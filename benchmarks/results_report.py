@@ -290,9 +290,12 @@ def draw(records: list[Record]) -> list[Path]:
             curves = np.array([smoothed_at(r, steps) for r in rs])
             for curve in curves:
                 ax.plot(steps, curve, color=color, lw=0.7, alpha=0.45)
-            name = "drlhp (synthetic labels)" if arm == "drlhp" else "PPO on the true reward"
+            name = "drlhp (synthetic labels)" if arm == "drlhp" else "the true reward"  # the same agent, any
             runs_ = f"{len(rs)} run{'s' * (len(rs) > 1)}"
-            ax.plot(steps, np.nanmean(curves, axis=0), color=color, lw=2.2, label=f"{name}: mean of {runs_}")
+            with warnings.catch_warnings():  # steps before every run's first episode: NaN, drawn as a gap
+                warnings.simplefilter("ignore", RuntimeWarning)
+                mean = np.nanmean(curves, axis=0)
+            ax.plot(steps, mean, color=color, lw=2.2, label=f"{name}: mean of {runs_}")
         ax.axhline(spec.random_return, color="grey", lw=0.8, ls=":", label="random policy")
         ax.set_xlabel("agent steps")
         ax.set_ylabel(f"true episode return (mean of the last {WINDOW} episodes)")

@@ -29,8 +29,8 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import VecEnv
 
 from drlhp.clips.frames import infer_frame_spec
-from drlhp.frontends.sb3_relabel import DEFAULT_MAX_TIME_SHARE
 from drlhp.reward.predictor import NetConfig, RewardPredictor
+from drlhp.reward.relabel_bound import DEFAULT_MAX_TIME_SHARE
 from drlhp.sb3 import HumanPreferencesVecEnvWrapper, RelabelReplayBuffer
 
 

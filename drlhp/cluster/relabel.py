@@ -27,11 +27,9 @@ from drlhp.cluster.service import PreferenceService
 from drlhp.errors import ConfigError, ObservationError
 from drlhp.frontends.base import RELABEL_CHUNK, unbatch
 from drlhp.reward.predictor import RewardPredictor
+from drlhp.reward.relabel_bound import DEFAULT_MAX_TIME_SHARE, check_max_time_share, next_allowed
 
 log = logging.getLogger("drlhp")
-
-#: Relabelling takes at most this share of the run's wall time by default (as ``RelabelReplayBuffer``'s).
-DEFAULT_MAX_TIME_SHARE = 0.1
 
 
 class ReplayBufferRelabeller:
@@ -48,9 +46,7 @@ class ReplayBufferRelabeller:
     def __init__(self, buffer: Any, service: PreferenceService,
                  max_time_share: float = DEFAULT_MAX_TIME_SHARE) -> None:
         check_relabellable(buffer)
-        if not 0 < max_time_share <= 1:
-            raise ConfigError(f"max_time_share must be in (0, 1], got {max_time_share}")
-        self.buffer, self.service, self.max_time_share = buffer, service, max_time_share
+        self.buffer, self.service, self.max_time_share = buffer, service, check_max_time_share(max_time_share)
         self._transform: Callable[[Any], np.ndarray] | None = service.config.obs_transform_func
         self.version = 0  # the service's weights version the stored rewards come from (0: the runners' zeros)
         self.predictor: RewardPredictor | None = None  # the predictor of that version
@@ -75,7 +71,7 @@ class ReplayBufferRelabeller:
         self.relabellings += 1
         self.seconds += took
         self.last_seconds = took
-        self._next_allowed = time.monotonic() + took * (1 - self.max_time_share) / self.max_time_share
+        self._next_allowed = next_allowed(took, self.max_time_share)
         return True
 
     def relabel(self, predictor: RewardPredictor) -> int:

@@ -21,12 +21,12 @@ from typing import Callable
 
 import gymnasium
 
-from drlhp.cluster.relabel import DEFAULT_MAX_TIME_SHARE, ReplayBufferRelabeller
+from drlhp.cluster.relabel import ReplayBufferRelabeller
 from drlhp.cluster.runner_env import ClusterPreferenceVectorWrapper, ClusterPreferenceWrapper
 from drlhp.cluster.runner_pipeline import RunnerPipeline
 from drlhp.cluster.service import PreferenceService, import_ray
-from drlhp.errors import ConfigError
 from drlhp.frontends.base import TRUE_REWARD_KEY
+from drlhp.reward.relabel_bound import DEFAULT_MAX_TIME_SHARE, check_max_time_share
 
 log = logging.getLogger("drlhp")
 
@@ -48,8 +48,7 @@ def with_preferences(config, make_env: Callable[[dict], gymnasium.Env], service:
     join ``result["drlhp"]``. An algorithm without one (PPO) is unaffected. A buffer drlhp cannot
     relabel is refused when the algorithm is built; ``relabel=False`` keeps the runners' rewards.
     """
-    if not 0 < max_time_share <= 1:
-        raise ConfigError(f"max_time_share must be in (0, 1], got {max_time_share}")
+    check_max_time_share(max_time_share)  # now, not when the algorithm is built
     import_ray()
     from ray.tune.registry import register_env
 

@@ -23,13 +23,10 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper, VecNormalize, VecTransposeImage
 
 from drlhp.errors import ConfigError, UsageError
+from drlhp.frontends.base import RELABEL_CHUNK
 from drlhp.frontends.sb3 import HumanPreferencesVecEnvWrapper
 from drlhp.reward.predictor import RewardPredictor
-
-#: Relabelling takes at most this share of the run's wall time by default (``max_time_share``).
-DEFAULT_MAX_TIME_SHARE = 0.1
-#: Transitions read from the buffer at a time.
-CHUNK = 4096
+from drlhp.reward.relabel_bound import DEFAULT_MAX_TIME_SHARE, check_max_time_share, next_allowed
 
 
 class RelabelReplayBuffer(BaseCallback):
@@ -53,9 +50,7 @@ class RelabelReplayBuffer(BaseCallback):
 
     def __init__(self, max_time_share: float = DEFAULT_MAX_TIME_SHARE, verbose: int = 0) -> None:
         super().__init__(verbose)
-        if not 0 < max_time_share <= 1:
-            raise ConfigError(f"max_time_share must be in (0, 1], got {max_time_share}")
-        self.max_time_share = max_time_share
+        self.max_time_share = check_max_time_share(max_time_share)
         self.relabelled_with: RewardPredictor | None = None  # the predictor the buffer's rewards come from
         self.relabellings = 0
         self.seconds = 0.0  # spent relabelling, in all
@@ -100,7 +95,7 @@ class RelabelReplayBuffer(BaseCallback):
         predictor = self.wrapper.pipeline.predictor
         buffer = self.buffer
         n_slots = buffer.buffer_size if buffer.full else buffer.pos
-        per_chunk = max(1, CHUNK // buffer.n_envs)
+        per_chunk = max(1, RELABEL_CHUNK // buffer.n_envs)
         for first in range(0, n_slots, per_chunk):
             slots = np.arange(first, min(n_slots, first + per_chunk))
             buffer.rewards[slots] = self._rewards(self._next_observations(slots)).reshape(len(slots), buffer.n_envs)
@@ -111,7 +106,7 @@ class RelabelReplayBuffer(BaseCallback):
         took = time.monotonic() - start
         self.relabellings += 1
         self.seconds += took
-        self._next_allowed = time.monotonic() + took * (1 - self.max_time_share) / self.max_time_share
+        self._next_allowed = next_allowed(took, self.max_time_share)
         self.logger.record("drlhp/relabel_seconds", took)
         return n_slots * buffer.n_envs
 

@@ -25,8 +25,9 @@ ENV_ID = "HalfCheetah-v5"
 MUJOCO_DEFAULTS = dict(total_timesteps=300_000, n_envs=1, label_budget=700, log_every=5_000, save_every=25_000)
 
 
-def make_mujoco(env_id: str, n_envs: int, seed: int) -> VecEnv:
-    """gymnasium's MuJoCo task as an SB3 VecEnv (with SB3's Monitor: the true return of each episode)."""
+def make_mujoco(env_id: str, n_envs: int, seed: int, **env_kwargs: object) -> VecEnv:
+    """gymnasium's MuJoCo task as an SB3 VecEnv (with SB3's Monitor: the true return of each episode); ``env_kwargs``
+    go to ``gymnasium.make``."""
     from stable_baselines3.common.env_util import make_vec_env
 
     from drlhp.errors import MissingExtraError
@@ -35,7 +36,7 @@ def make_mujoco(env_id: str, n_envs: int, seed: int) -> VecEnv:
         import mujoco  # noqa: F401
     except ImportError as e:
         raise MissingExtraError(f'{env_id} needs MuJoCo: pip install "drlhp[mujoco]"') from e
-    return make_vec_env(env_id, n_envs=n_envs, seed=seed)
+    return make_vec_env(env_id, n_envs=n_envs, seed=seed, env_kwargs=env_kwargs)
 
 
 def make_agent(venv: VecEnv, seed: int) -> SAC:

@@ -1,5 +1,10 @@
 """MuJoCo Hopper from state, synthetic preferences: SB3 SAC on the predicted reward, its replay buffer
-relabelled -- ``halfcheetah_sac.py``'s run on the paper's second task (an episode ends when the hopper falls).
+relabelled -- ``halfcheetah_sac.py``'s run on the paper's second task.
+
+As in the paper (Christiano et al. 2017, appendix A), an episode does not end when the hopper falls: it runs its
+1,000 steps, and a fallen hopper earns no health bonus (gymnasium's ``terminate_when_unhealthy=False``; seals and
+rl-teacher do the same). An episode that ended at a fall would tell the agent what the labels should teach, and
+would pay it for falling wherever the predicted reward is below 0. Both arms, ``--true-reward`` too, run this env.
 
     pip install -e ".[examples,mujoco]"
     python examples/hopper_sac.py                      # 300k agent steps, 700 labels
@@ -10,7 +15,8 @@ from common import parse_args, train_from_preferences
 from halfcheetah_sac import MUJOCO_DEFAULTS, make_agent, make_mujoco
 
 ENV_ID = "Hopper-v5"
+ENV_KWARGS = dict(terminate_when_unhealthy=False)
 
 if __name__ == "__main__":
     args = parse_args(__doc__, log_dir="drlhp_logs/hopper", **MUJOCO_DEFAULTS)
-    train_from_preferences(make_mujoco(ENV_ID, args.n_envs, args.seed), args, make_agent, ENV_ID)
+    train_from_preferences(make_mujoco(ENV_ID, args.n_envs, args.seed, **ENV_KWARGS), args, make_agent, ENV_ID)

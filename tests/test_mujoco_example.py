@@ -44,3 +44,23 @@ def test_halfcheetah_ppo_learns_behind_vec_normalize_and_resumes_with_its_statis
     assert "resuming the agent at step 1024" in out
     resumed = torch.load(tmp_path / "agent" / "agent.pt", weights_only=True)["vec_normalize"]["obs_rms"]["count"]
     assert resumed == pytest.approx(count + 1 + 512)  # went on from the saved statistics: a reset, 512 steps
+
+
+def test_the_hopper_example_runs_whole_episodes_when_the_hopper_falls():
+    sys.path.insert(0, EXAMPLES)
+    from hopper_sac import ENV_ID, ENV_KWARGS, make_mujoco
+
+    venv = make_mujoco(ENV_ID, 1, 0, **ENV_KWARGS)
+    venv.reset()
+    venv.action_space.seed(0)
+    hopper = venv.envs[0].unwrapped
+    fell_at = None
+    for step in range(1, 1001):
+        _, _, dones, infos = venv.step(np.array([venv.action_space.sample()]))
+        if fell_at is None and not hopper.is_healthy:
+            fell_at = step
+        if dones[0]:
+            break
+    venv.close()
+    assert fell_at is not None and fell_at < 200  # random actions topple it early ...
+    assert step == 1000 and infos[0]["TimeLimit.truncated"]  # ... and the episode still runs its 1,000 steps

@@ -91,10 +91,17 @@ def iqm_with_interval(matrix: np.ndarray) -> tuple[float, tuple[float, float]]:
     def iqm(scores: np.ndarray) -> np.ndarray:
         return np.array([metrics.aggregate_iqm(scores)])
 
-    with warnings.catch_warnings():  # arch's notice that RandomState will give way to Generator
-        warnings.simplefilter("ignore", FutureWarning)
-        point, interval = rly.get_interval_estimates({"arm": matrix}, iqm, reps=REPS,
-                                                     random_state=np.random.RandomState(SEED))
+    # rliable's StratifiedBootstrap draws its resamples from numpy's global generator, whatever random_state says
+    # (rliable 1.2): seed that one, and give it back as it was.
+    state = np.random.get_state()
+    np.random.seed(SEED)
+    try:
+        with warnings.catch_warnings():  # arch's notice that RandomState will give way to Generator
+            warnings.simplefilter("ignore", FutureWarning)
+            point, interval = rly.get_interval_estimates({"arm": matrix}, iqm, reps=REPS,
+                                                         random_state=np.random.RandomState(SEED))
+    finally:
+        np.random.set_state(state)
     return float(point["arm"][0]), (float(interval["arm"][0, 0]), float(interval["arm"][1, 0]))
 
 

@@ -24,6 +24,19 @@ def test_the_results_pages_tables_are_what_the_records_give():
                                       "python benchmarks/results_report.py --write-docs"
 
 
+def test_the_same_scores_give_the_same_interval_whatever_numpys_global_generator_has_done():
+    scores = np.array([[0.73], [0.67], [1.26], [1.10], [1.05]])
+    intervals = set()
+    for seed in range(4):  # other code drew from the global generator before the report: each its own way
+        np.random.seed(seed)
+        np.random.random(seed)
+        before = np.random.get_state()[1].copy(), np.random.get_state()[2]
+        intervals.add(results_report.iqm_with_interval(scores)[1])
+        after = np.random.get_state()
+        assert (after[1] == before[0]).all() and after[2] == before[1]  # ... and the report gives it back as it was
+    assert len(intervals) == 1
+
+
 def test_every_run_folder_the_docs_name_has_a_record_and_its_curve():
     named = set()
     for page in [ROOT / "README.md", *(ROOT / "docs").glob("*.md")]:

@@ -273,7 +273,8 @@ def record(args: argparse.Namespace, example_args: list[str], run: str, log_dir:
         "description": f"the command adds {' '.join(changes)}" if changes else
         "today's defaults: the command sets only the label budget, the seed and the length",
         "commit": launches[0]["commit"], "command": launches[0]["command"],
-        "settings": {"example": state["args"], "drlhp": drlhp_settings(state) if drlhp else None},
+        "settings": {"example": state["args"], "env_kwargs": state["settings"].get("env_kwargs", {}),
+                     "drlhp": drlhp_settings(state) if drlhp else None},
         "wall_time_s": float(rows[-1]["wall_time_s"]), "date": time.strftime("%Y-%m-%d", time.gmtime()),
         "reconstructed": False,
         "notes": "; ".join(f"resumed at {la['started']} by {la['command']} (commit {la['commit']})"

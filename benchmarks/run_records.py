@@ -16,8 +16,9 @@ and ``run.json``, which says what the run was::
     description              that change in words
     commit                   the commit whose code ran
     command                  the command that ran it
-    settings                 {"example": the example's arguments, "drlhp": drlhp's resolved settings (null for
-                             the true reward)}
+    settings                 {"example": the example's arguments, "env_kwargs": what ``gymnasium.make`` got
+                             beside the id ({} for the env as registered), "drlhp": drlhp's resolved settings
+                             (null for the true reward)}
     wall_time_s              the run's wall time, all its sessions
     date                     the day it finished
     curve                    the curve's file name (curve.csv)

@@ -130,11 +130,12 @@ def parse_args(description: str, **defaults) -> Args:
 
 
 def train_from_preferences(venv: VecEnv, args: Args, make_agent: Callable[[VecEnv, int], BaseAlgorithm],
-                           env_id: str) -> None:
-    """Wrap ``venv`` (of ``env_id``), warm the reward predictor up on a random policy, then train
+                           env_id: str, env_kwargs: dict | None = None) -> None:
+    """Wrap ``venv`` (of ``env_id``, made with ``env_kwargs``: kept in the agent checkpoint, so that the run's
+    record says which env it was), warm the reward predictor up on a random policy, then train
     ``make_agent(venv, seed)``; with ``--true-reward``, train it on the env's own reward instead."""
     try:
-        session = start_session(args, env_id)
+        session = start_session(args, env_id, env_kwargs or {})
     except (AgentCheckpointError, RunDirError) as e:
         venv.close()
         print(f"error: {e}", file=sys.stderr)
@@ -290,11 +291,11 @@ class Session:
         return earlier + time.monotonic() - self.started
 
 
-def start_session(args: Args, env_id: str) -> Session | None:
+def start_session(args: Args, env_id: str, env_kwargs: dict | None = None) -> Session | None:
     """Check ``args.log_dir`` fits the command, load the agent checkpoint when resuming, say what happens
     and how to go on after a kill; None if a resumed run has nothing left to do."""
     run = "true_reward" if args.true_reward else "drlhp"
-    settings = {"env": env_id, "n_envs": args.n_envs, "run": run}
+    settings = {"env": env_id, "env_kwargs": env_kwargs or {}, "n_envs": args.n_envs, "run": run}
     ckpt = agent_checkpoint_path(args.log_dir)
     if args.resume and not os.path.isdir(args.log_dir):
         raise RunDirError(f"--resume: {args.log_dir} does not exist; name the log_dir of the run to continue")

@@ -162,16 +162,16 @@ def test_a_bad_agent_checkpoint_gives_a_clear_error_and_runs_no_code(tmp_path):
         assert written in str(error.value) and flag in str(error.value)
 
 
-def run_example(log_dir, capsys, monkeypatch, venv=None, **args) -> tuple[str, list[int]]:
-    """The example's run on 2 MovingDot envs (rollouts of 128 steps; ``venv``: those envs, wrapped); returns its
-    output and the agent steps at which it saved the agent."""
+def run_example(log_dir, capsys, monkeypatch, venv=None, env_kwargs=None, **args) -> tuple[str, list[int]]:
+    """The example's run on 2 MovingDot envs (rollouts of 128 steps; ``venv``: those envs, wrapped; ``env_kwargs``:
+    what they were made with); returns its output and the agent steps at which it saved the agent."""
     saved_at = []
     real_save = common.save_agent
     monkeypatch.setattr(common, "save_agent", lambda agent, *a, **kw: (saved_at.append(agent.num_timesteps),
                                                                          real_save(agent, *a, **kw)))
-    venv = venv or make_vec_env(ENV_ID, n_envs=2, seed=0)
+    venv = venv or make_vec_env(ENV_ID, n_envs=2, seed=0, env_kwargs=env_kwargs)
     common.train_from_preferences(venv, common.Args(n_envs=2, log_dir=str(log_dir), log_every=10**9, **args),
-                                  make_agent, ENV_ID)
+                                  make_agent, ENV_ID, env_kwargs)
     return capsys.readouterr().out, saved_at
 
 
@@ -204,6 +204,17 @@ def test_the_true_reward_baseline_saves_resumes_and_appends_to_its_learning_curv
 
     out, _ = run_example(log_dir, capsys, monkeypatch, total_timesteps=1024, true_reward=True, resume=True)
     assert "nothing to do" in out and (log_dir / "learning_curve.csv").read_text() == text
+
+
+def test_the_agent_checkpoint_says_what_the_env_was_made_with(tmp_path, capsys, monkeypatch):
+    """A run's record reads the env's kwargs from here (Hopper without early termination is not Hopper-v5 as
+    registered)."""
+    run_example(tmp_path / "made", capsys, monkeypatch, env_kwargs={"episode_length": 20}, total_timesteps=256,
+                true_reward=True)
+    run_example(tmp_path / "registered", capsys, monkeypatch, total_timesteps=256, true_reward=True)
+    made, registered = (load_agent_state(str(tmp_path / run / "agent" / "agent.pt"), SETTINGS)
+                        for run in ("made", "registered"))
+    assert made["settings"]["env_kwargs"] == {"episode_length": 20} and registered["settings"]["env_kwargs"] == {}
 
 
 def test_resuming_a_run_without_an_agent_checkpoint_starts_the_agent_afresh(tmp_path, capsys):

@@ -85,7 +85,7 @@ def test_learning_curves_records_each_finished_run_once_with_its_command_commit_
     head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True).stdout
     assert drlhp["commit"].startswith(head.strip()) and "--record" in drlhp["command"]
     assert drlhp["settings"]["drlhp"]["segment_length"] == 5 and true_reward["settings"]["drlhp"] is None
-    assert drlhp["settings"]["example"]["label_budget"] == 40
+    assert drlhp["settings"]["example"]["label_budget"] == 40 and drlhp["settings"]["env_kwargs"] == {}
     # A run from before the checkpoint kept drlhp's settings gets them resolved from its arguments, the same.
     state = load_agent_state(str(out / "drlhp" / "agent" / "agent.pt"))
     older = {key: value for key, value in state.items() if key != "drlhp_settings"}

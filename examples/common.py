@@ -135,7 +135,7 @@ def train_from_preferences(venv: VecEnv, args: Args, make_agent: Callable[[VecEn
     record says which env it was), warm the reward predictor up on a random policy, then train
     ``make_agent(venv, seed)``; with ``--true-reward``, train it on the env's own reward instead."""
     try:
-        session = start_session(args, env_id, env_kwargs or {})
+        session = start_session(args, env_id, env_kwargs)
     except (AgentCheckpointError, RunDirError) as e:
         venv.close()
         print(f"error: {e}", file=sys.stderr)

@@ -79,6 +79,8 @@ class Args:
     reward_centre: str = field(default=PreferenceConfig.reward_centre, metadata={
         "help": "which predicted reward becomes 0 over the labelled frames: mean (the paper), median (a typical "
                 "frame) or lower (the lower of the two: a typical frame never costs)"})
+    reward_scale: float = field(default=PreferenceConfig.reward_scale, metadata={
+        "help": "standard deviation of the predicted reward the agent gets (the paper: 0.05 on Atari, 1 in MuJoCo)"})
     reward_weight_average: float = field(default=PreferenceConfig.reward_predictor_weight_average or 0.0, metadata={
         "help": "decay of the moving average of the reward network's weights that its checkpoints hold (0: the "
                 "weights as trained)"})
@@ -179,6 +181,7 @@ def wrapper_settings(args: Args) -> dict:
         reward_predictor_batchnorm=args.reward_net_batchnorm,
         reward_predictor_frame_norm=args.reward_net_frame_norm,
         reward_centre=args.reward_centre,
+        reward_scale=args.reward_scale,
         reward_predictor_weight_average=args.reward_weight_average or None,
         n_initial_training_steps=args.n_initial_training_steps,
         log_dir=args.log_dir,

@@ -40,3 +40,9 @@ def test_a_weight_average_outside_0_to_1_is_refused_with_the_fix(monkeypatch, ca
     with pytest.raises(SystemExit):
         settings_for(monkeypatch, "--reward-weight-average", value)
     assert "--reward-weight-average must be in [0, 1)" in capsys.readouterr().err
+
+
+def test_the_reward_scale_reaches_drlhp(monkeypatch):
+    settings = settings_for(monkeypatch, "--reward-scale", "1")
+    assert settings["reward_scale"] == 1.0
+    assert PreferenceConfig(**settings).reward_scale == 1.0

@@ -5,7 +5,8 @@ steps), normalised per task as (score - random) / (mean true-reward score over t
 the true reward's mean, 0.0 a random policy. Per task and arm: the interquartile mean (IQM) of the runs' normalised
 scores and its 95 % stratified bootstrap interval (Agarwal et al., NeurIPS 2021, with their ``rliable``); over the
 Atari games the same, with each game's runs of one seed averaged (a seed is a row, a game a column: the bootstrap
-resamples seeds within each game) over the seeds that every game has in both arms.
+resamples seeds within each game) over the seeds that every game in it has in both arms, the games chosen to give
+the most cells (a game with fewer seeds than the others waits until it has enough).
 
     pip install -e ".[benchmarks]"
     python benchmarks/results_report.py                 # print the tables
@@ -22,6 +23,7 @@ import re
 import sys
 import warnings
 from dataclasses import dataclass
+from itertools import combinations
 from pathlib import Path
 
 import numpy as np
@@ -144,22 +146,26 @@ def results(records: list[Record], task: str) -> dict[str, Arm] | None:
     return out
 
 
-def over_games(per_task: dict[str, dict[str, Arm]]) -> tuple[list[int], dict[str, tuple]] | None:
+def over_games(per_task: dict[str, dict[str, Arm]]) -> tuple[list[str], list[int], dict[str, tuple]] | None:
     """The Atari aggregate: per arm, IQM and interval of the (seeds x games) matrix of seed-mean normalised
-    scores, over the seeds every game has in both arms; None with fewer than two such games or no shared seed."""
+    scores. A seed enters only where every game of the matrix has it in both arms, so a game that has fewer seeds
+    than the others would shrink the matrix to its seeds: of the sets of at least two games, the one whose shared
+    seeds give the most cells is taken (on a tie, the more games). None where no two games share a seed."""
     games = [t for t, arms in per_task.items() if TASKS[t].family == "atari" and len(arms) == 2]
-    if len(games) < 2:
+    seeds_of = {t: set.intersection(*({r["seed"] for r in per_task[t][arm].records}
+                                      for arm in ("drlhp", "true_reward"))) for t in games}
+    candidates = [(list(chosen), sorted(set.intersection(*(seeds_of[t] for t in chosen))))
+                  for n in range(2, len(games) + 1) for chosen in combinations(games, n)]
+    candidates = [(chosen, seeds) for chosen, seeds in candidates if seeds]
+    if not candidates:
         return None
-    seeds = sorted(set.intersection(*({r["seed"] for r in per_task[t][arm].records}
-                                      for t in games for arm in ("drlhp", "true_reward"))))
-    if not seeds:
-        return None
+    chosen, seeds = max(candidates, key=lambda c: (len(c[0]) * len(c[1]), len(c[0])))
     out = {}
     for arm in ("drlhp", "true_reward"):
         matrix = np.array([[np.mean([n for r, n in zip(per_task[t][arm].records, per_task[t][arm].normalised)
-                                     if r["seed"] == seed]) for t in games] for seed in seeds])
+                                     if r["seed"] == seed]) for t in chosen] for seed in seeds])
         out[arm] = iqm_with_interval(matrix)
-    return seeds, out
+    return chosen, seeds, out
 
 
 def hours(seconds: list[float]) -> str:
@@ -190,13 +196,20 @@ def main_table(per_task: dict[str, dict[str, Arm]], family: str) -> str:
     return "\n".join(lines)
 
 
-def aggregate_table(aggregate: tuple[list[int], dict[str, tuple]] | None, per_task: dict) -> str:
-    games = ", ".join(TASKS[t].title for t, arms in per_task.items() if TASKS[t].family == "atari" and len(arms) == 2)
+def aggregate_table(aggregate: tuple[list[str], list[int], dict[str, tuple]] | None, per_task: dict) -> str:
+    both_arms = [t for t, arms in per_task.items() if TASKS[t].family == "atari" and len(arms) == 2]
     if aggregate is None:
-        return f"Over the games ({games}): not yet (it needs two games with a seed in common in both arms)."
-    seeds, by_arm = aggregate
-    return (f"Over the games ({games}; seeds {', '.join(map(str, seeds))}, each seed's runs averaged): drlhp "
-            f"{fmt_iqm(by_arm['drlhp'])}, the true reward {fmt_iqm(by_arm['true_reward'])}.")
+        return (f"Over the games ({', '.join(TASKS[t].title for t in both_arms)}): not yet (it needs two games with a "
+                "seed in common in both arms).")
+    games, seeds, by_arm = aggregate
+    text = (f"Over the games ({', '.join(TASKS[t].title for t in games)}; seeds {', '.join(map(str, seeds))}, each "
+            f"seed's runs averaged): drlhp {fmt_iqm(by_arm['drlhp'])}, the true reward "
+            f"{fmt_iqm(by_arm['true_reward'])}.")
+    left_out = [t for t in both_arms if t not in games]
+    if left_out:
+        text += (f" Not yet in it: {', '.join(TASKS[t].title for t in left_out)} (fewer seeds in both arms than the "
+                 "others; a game enters when the matrix it makes has at least as many cells).")
+    return text
 
 
 def levers_table(records: list[Record], per_task: dict[str, dict[str, Arm]]) -> str:

@@ -49,16 +49,17 @@ def test_every_run_folder_the_docs_name_has_a_record_and_its_curve():
     assert {r.name for r in records} >= {f"{t}/{f}" for t, f in named}
 
 
-def record(root: Path, name: str, arm: str, seed: int, returns: list[float], steps: int = 1_000_000, **changes):
-    """A Pong record whose episodes end every 10k agent steps with ``returns`` (the last ones at the end)."""
-    data = {**{key: None for key in KEYS}, "game": "PongNoFrameskip-v4", "task": "pong", "arm": arm, "seed": seed,
+def record(root: Path, name: str, arm: str, seed: int, returns: list[float], steps: int = 1_000_000,
+           task: str = "pong", **changes):
+    """A record of ``task`` whose episodes end at even steps with ``returns`` (the last ones at the end)."""
+    data = {**{key: None for key in KEYS}, "game": task, "task": task, "arm": arm, "seed": seed,
             "label_budget": 3000 if arm == "drlhp" else None, "labels": 3000 if arm == "drlhp" else None,
             "agent_steps": steps, "defaults": True, "variant": "defaults", "description": "", "date": "2026-11-27",
             "wall_time_s": 60.0, **changes}
     at = np.linspace(steps / len(returns), steps, len(returns)).astype(int)
     rows = [{"run": arm, "agent_steps": s, "true_episode_return": r, "labels": 0, "wall_time_s": 1.0,
              "episode_length": 1, "session": 0} for s, r in zip(at, returns)]
-    write_record(root / "pong" / name, data, rows)
+    write_record(root / task / name, data, rows)
 
 
 def test_scores_are_normalised_by_the_true_rewards_mean_and_aggregated_as_an_iqm(tmp_path):
@@ -88,3 +89,32 @@ def test_scores_are_normalised_by_the_true_rewards_mean_and_aggregated_as_an_iqm
     assert len(levers) == 2 and "the reward centred on its median" in levers[0]
     assert "| 0.00 | 0.70 |" in levers[0]  # 0 against random -21 and the mean 9
     assert "30.00 (at 500k) | 1.70 |" in levers[1]
+
+
+def test_a_game_with_fewer_seeds_waits_out_of_the_aggregate_until_its_seeds_make_a_matrix_as_large(tmp_path):
+    def pair(task: str, seed: int, drlhp_end: float) -> None:  # the true reward's runs end at 100: 1.0
+        record(tmp_path, f"true_reward_seed{seed}", "true_reward", seed, [0.0] * 30 + [100.0] * 20, task=task)
+        record(tmp_path, f"drlhp_seed{seed}_3000labels", "drlhp", seed, [0.0] * 30 + [drlhp_end] * 20, task=task)
+
+    def aggregate() -> tuple[list[str], list[int], dict[str, tuple], str]:
+        records = read_records(tmp_path)
+        per_task = {t: arms for t in ("pong", "breakout", "seaquest") if (arms := results_report.results(records, t))}
+        aggregate = results_report.over_games(per_task)
+        assert aggregate is not None
+        return *aggregate, results_report.aggregate_table(aggregate, per_task)
+
+    for seed in range(3):
+        pair("pong", seed, 100.0)  # 1.0
+        pair("breakout", seed, 100.0)
+    pair("seaquest", 0, results_report.TASKS["seaquest"].random_return)  # 0.0
+
+    games, seeds, by_arm, text = aggregate()  # 2 games x 3 seeds, not 3 games x seed 0
+    assert (games, seeds) == (["pong", "breakout"], [0, 1, 2])
+    assert by_arm["drlhp"][0] == pytest.approx(1.0)
+    assert text.startswith("Over the games (Pong, Breakout; seeds 0, 1, 2,") and "Not yet in it: Seaquest" in text
+
+    pair("seaquest", 1, results_report.TASKS["seaquest"].random_return)  # 3 games x 2 seeds: as many cells
+    games, seeds, by_arm, text = aggregate()
+    assert (games, seeds) == (["pong", "breakout", "seaquest"], [0, 1])
+    assert by_arm["drlhp"][0] == pytest.approx(0.75)  # 1, 1, 0 per seed: the middle half of six is 0, 1, 1, 1
+    assert "Not yet" not in text

@@ -49,6 +49,10 @@ reward, per policy and over all of them:
 - ``typical``: the median predicted reward of the steps whose true reward is 0, in standard deviations of the
   predicted reward: what an ordinary step earns. The windowed correlations do not see an offset; an agent whose
   episodes end early (Breakout's lost lives) does: below 0, a longer episode of ordinary play earns less.
+- ``ending``: the mean predicted reward of each ended episode's last 20 steps less that of the other steps, in
+  standard deviations of the predicted reward; ``ending_true`` the same of the true reward. The Atari examples end
+  the agent's episode at each life lost, and a score never counts one: an ``ending`` far above ``ending_true`` is
+  a reward that pays the agent for dying (Seaquest's first run: ``policies/`` in its folder, below).
 
 A flat network (no variation) gets 0 for every correlation and a noise share of 1.
 
@@ -82,6 +86,7 @@ from __future__ import annotations
 
 import argparse
 import glob
+import importlib
 import os
 import random
 import re
@@ -99,19 +104,23 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GAMMA = 0.99  # the examples' PPO discount
 WINDOWS = (25, 100)
 SHAPING_LAGS = 50  # steps either side of a point that a shaping of the true reward may spread credit over
+ENDING_STEPS = 20  # an episode's last steps that ``ending`` compares: a Seaquest death's animation is ~15
 
 
 # -- record ------------------------------------------------------------------------------------------------------
 
-def record(agent_dir: str, out: str, agents: list[int] | None, steps: int, seed: int) -> None:
-    """Play each saved agent for ``steps`` agent steps in one Pong env; save its observations and rewards."""
+def record(agent_dir: str, out: str, agents: list[int] | None, steps: int, seed: int, example: str = "pong") -> None:
+    """Play each saved agent for ``steps`` agent steps in one env of an Atari example (``examples/<example>_ppo.py``:
+    its score blanked as the run had it); save its observations and rewards."""
     sys.path.insert(0, os.path.join(ROOT, "examples"))
     from agent_checkpoint import load_agent_state, restore_agent
-    from pong_ppo import ENV_ID, make_agent, make_atari
+    from pong_ppo import make_agent, make_atari
+
+    env_id = importlib.import_module(f"{example}_ppo").ENV_ID
 
     os.makedirs(out, exist_ok=True)
     for step, path in kept_agents(agent_dir, agents):
-        venv = make_atari(ENV_ID, 1, seed)
+        venv = make_atari(env_id, 1, seed)
         with warnings.catch_warnings():  # PPO's batch size does not fit one env's rollout: it is never trained here
             warnings.simplefilter("ignore", UserWarning)
             agent = make_agent(venv, seed)
@@ -314,6 +323,8 @@ def signal_metrics(predicted: np.ndarray, true: np.ndarray, episodes: np.ndarray
         "scale_disc": float(predicted_to_go.std() / true_to_go.std()),
         "noise": noise_share(predicted, true, episodes),
         "typical": typical_reward(predicted, true),
+        "ending": ending(predicted, episodes),
+        "ending_true": ending(true, episodes),
     }
 
 
@@ -324,6 +335,20 @@ def typical_reward(predicted: np.ndarray, true: np.ndarray) -> float:
     Breakout) the agent is paid to end it sooner."""
     sd = np.std(predicted)
     return float(np.median(predicted[true == 0]) / sd) if sd > 0 and (true == 0).any() else 0.0
+
+
+def ending(values: np.ndarray, episodes: np.ndarray, steps: int = ENDING_STEPS) -> float:
+    """The mean of ``values`` over the last ``steps`` steps of each episode that ended (not the recording's last,
+    cut short) less their mean over the other steps, in standard deviations of ``values``. The Atari examples end
+    the agent's episode at each life lost (SB3's AtariWrapper): above 0, what dying pays it. No correlation sees it
+    where the true reward is 0 at deaths (a score never counts a life lost)."""
+    last = np.zeros(len(values), bool)
+    for end in np.flatnonzero(np.diff(episodes) != 0):
+        last[max(0, end + 1 - steps):end + 1] = True
+    sd = np.std(values)
+    if sd == 0 or last.all() or not last.any():
+        return 0.0
+    return float((values[last].mean() - values[~last].mean()) / sd)
 
 
 def load_predictor(checkpoint: str) -> RewardPredictor:
@@ -453,7 +478,8 @@ def centres(run_dir: str, n_clips: int, seed: int) -> None:
     print(f"{run_dir}: (mean - median) / sd of the raw reward, per member: {gaps}", flush=True)
 
 
-COLUMNS = ("r_disc", "r_100", "r_25", "rho_1", "r_episode", "policy_rho", "noise", "scale_disc", "typical")
+COLUMNS = ("r_disc", "r_100", "r_25", "rho_1", "r_episode", "policy_rho", "noise", "scale_disc", "typical", "ending",
+           "ending_true")
 
 
 def measure_rows(checkpoints: list[str], recordings: list[Recording],
@@ -484,6 +510,8 @@ def main() -> None:
     rec.add_argument("--agents", type=int, nargs="*", help="agent steps of the agents to play (nearest kept)")
     rec.add_argument("--steps", type=int, default=3000, help="agent steps to play each (default: 3000)")
     rec.add_argument("--seed", type=int, default=100, help="env and policy seed (default: 100, not a run's)")
+    rec.add_argument("--example", choices=("pong", "breakout", "seaquest"), default="pong",
+                     help="the Atari example the agents were trained with (default: pong)")
     lab = sub.add_parser("labels", help="synthetic labels of clips of the recordings")
     lab.add_argument("policies", help="a directory of recordings")
     lab.add_argument("--out", required=True)
@@ -520,7 +548,7 @@ def main() -> None:
                             "(Pong: 9; default: 0, the recordings as they are)")
     args = parser.parse_args()
     if args.command == "record":
-        record(args.agent_dir, args.out, args.agents, args.steps, args.seed)
+        record(args.agent_dir, args.out, args.agents, args.steps, args.seed, args.example)
     elif args.command == "switch":
         switch(args.run_dir, load_recordings(args.policies, args.blank_rows), args.fit_clips, args.refits,
                args.interval, args.switches, args.seed)

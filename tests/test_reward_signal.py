@@ -10,6 +10,7 @@ from reward_signal import (  # noqa: E402
     GAMMA,
     Recording,
     discounted_to_go,
+    ending,
     measure_rows,
     normalised_to_go,
     ranks,
@@ -60,6 +61,21 @@ def test_the_typical_step_sees_an_offset_that_the_windowed_correlations_do_not()
     plain, offset = signal_metrics(shaped(points), points, EPISODES), signal_metrics(centred, points, EPISODES)
     assert plain["typical"] == 0.0 and offset["typical"] < -0.1
     assert all(offset[k] == pytest.approx(plain[k]) for k in ("rho_1", "r_25", "r_100", "noise"))
+
+
+def test_a_reward_paid_at_episodes_ends_is_seen_where_the_true_reward_pays_nothing_there():
+    last_steps = np.zeros(len(TRUE), bool)
+    for end in np.flatnonzero(np.diff(EPISODES)):  # the three episodes that end; the fourth is cut short
+        last_steps[end - 9:end + 1] = True
+    paid_to_die = shaped(TRUE) + np.where(last_steps, 0.5, 0.0)
+    m = signal_metrics(paid_to_die, TRUE, EPISODES)
+    assert m["ending"] > 1.0 and abs(m["ending_true"]) < 0.2
+    assert m["r_100"] > 0.1  # ... while the windows still see the points
+    # The recording's last episode did not end: its last steps are ordinary ones.
+    cut_short = np.zeros(len(TRUE))
+    cut_short[-10:] = 1.0
+    assert ending(cut_short, EPISODES) < 0
+    assert ending(np.zeros(len(TRUE)), EPISODES) == 0.0 and ending(TRUE, np.zeros(len(TRUE), int)) == 0.0
 
 
 def test_the_centre_gap_is_positive_where_rare_gains_lift_the_mean_and_negative_where_rare_losses_lower_it():

@@ -52,7 +52,7 @@ reward, per policy and over all of them:
 - ``ending``: the mean predicted reward of each ended episode's last 20 steps less that of the other steps, in
   standard deviations of the predicted reward; ``ending_true`` the same of the true reward. The Atari examples end
   the agent's episode at each life lost, and a score never counts one: an ``ending`` far above ``ending_true`` is
-  a reward that pays the agent for dying (Seaquest's first run: ``policies/`` in its folder, below).
+  a reward that pays the agent for dying (Seaquest's seed 0: ``benchmarks/results/seaquest/policies/ending.log``).
 
 A flat network (no variation) gets 0 for every correlation and a noise share of 1.
 

@@ -104,7 +104,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GAMMA = 0.99  # the examples' PPO discount
 WINDOWS = (25, 100)
 SHAPING_LAGS = 50  # steps either side of a point that a shaping of the true reward may spread credit over
-ENDING_STEPS = 20  # an episode's last steps that ``ending`` compares: a Seaquest death's animation is ~15
+ENDING_STEPS = 20  # an episode's last steps that ``ending`` compares: a Seaquest collision to the life lost
 
 
 # -- record ------------------------------------------------------------------------------------------------------

@@ -154,9 +154,8 @@ def over_games(per_task: dict[str, dict[str, Arm]]) -> tuple[list[str], list[int
     games = [t for t, arms in per_task.items() if TASKS[t].family == "atari" and len(arms) == 2]
     seeds_of = {t: set.intersection(*({r["seed"] for r in per_task[t][arm].records}
                                       for arm in ("drlhp", "true_reward"))) for t in games}
-    candidates = [(list(chosen), sorted(set.intersection(*(seeds_of[t] for t in chosen))))
-                  for n in range(2, len(games) + 1) for chosen in combinations(games, n)]
-    candidates = [(chosen, seeds) for chosen, seeds in candidates if seeds]
+    candidates = [(list(chosen), sorted(seeds)) for n in range(2, len(games) + 1)
+                  for chosen in combinations(games, n) if (seeds := set.intersection(*(seeds_of[t] for t in chosen)))]
     if not candidates:
         return None
     chosen, seeds = max(candidates, key=lambda c: (len(c[0]) * len(c[1]), len(c[0])))

@@ -18,4 +18,5 @@ ENV_ID = "BreakoutNoFrameskip-v4"
 
 if __name__ == "__main__":
     args = parse_args(__doc__, log_dir="drlhp_logs/breakout", **ATARI_DEFAULTS)
-    train_from_preferences(make_atari(ENV_ID, args.n_envs, args.seed), args, make_agent, ENV_ID)
+    train_from_preferences(make_atari(ENV_ID, args.n_envs, args.seed, args.life_loss_penalty), args, make_agent,
+                           ENV_ID)

@@ -25,6 +25,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable
 
+import gymnasium
 import numpy as np
 import torch
 from agent_checkpoint import (
@@ -79,6 +80,9 @@ class Args:
     reward_centre: str = field(default=PreferenceConfig.reward_centre, metadata={
         "help": "which predicted reward becomes 0 over the labelled frames: mean (the paper), median (a typical "
                 "frame) or lower (the lower of the two: a typical frame never costs)"})
+    life_loss_penalty: float = field(default=0.0, metadata={
+        "help": "Atari: the synthetic teacher counts each life lost as this many points against the clip (the "
+                "agent's score is unchanged); 0: the score alone"})
     reward_scale: float = field(default=PreferenceConfig.reward_scale, metadata={
         "help": "standard deviation of the predicted reward the agent gets (the paper: 0.05 on Atari, 1 in MuJoCo)"})
     reward_weight_average: float = field(default=PreferenceConfig.reward_predictor_weight_average or 0.0, metadata={
@@ -126,9 +130,41 @@ def parse_args(description: str, **defaults) -> Args:
         parser.error("choose one of --human (window + terminal) and --web (a browser)")
     if args.save_every < 0:
         parser.error("--save-every must be >= 0")
+    if args.life_loss_penalty < 0:
+        parser.error("--life-loss-penalty must be >= 0: the points a life lost costs in the teacher's count")
+    if args.life_loss_penalty and (args.true_reward or args.human or args.web):
+        parser.error("--life-loss-penalty changes what the synthetic teacher counts, not the game's score: a "
+                     "true-reward run learns from the score and a person judges a life lost themselves; drop it "
+                     "there (benchmarks/learning_curves.py --baseline reuses a true-reward run of the defaults)")
     if not 0 <= args.reward_weight_average < 1:
         parser.error("--reward-weight-average must be in [0, 1): e.g. 0.99, or 0 for the weights as trained")
     return args
+
+
+class LifeLossPenalty(gymnasium.Wrapper):
+    """Each life lost (ALE's ``info["lives"]`` falling) costs the step's reward ``penalty`` points.
+
+    drlhp's synthetic teacher compares clips by the env's reward, so this is what it counts; SB3's ``Monitor``
+    sits inside, so the true return recorded stays the game's score. Seaquest's score never counts a life: with
+    the score alone the teacher never prefers a clip for staying alive (docs/results.md, "The third game")."""
+
+    def __init__(self, env: gymnasium.Env, penalty: float) -> None:
+        super().__init__(env)
+        self.penalty = penalty
+        self.lives: int | None = None  # unknown after a reset: SB3's FireResetEnv returns no info
+
+    def reset(self, **kwargs):
+        observation, info = self.env.reset(**kwargs)
+        self.lives = info.get("lives")
+        return observation, info
+
+    def step(self, action):
+        observation, reward, terminated, truncated, info = self.env.step(action)
+        lives = info.get("lives")
+        if lives is not None and self.lives is not None and lives < self.lives:
+            reward -= self.penalty
+        self.lives = lives
+        return observation, reward, terminated, truncated, info
 
 
 def train_from_preferences(venv: VecEnv, args: Args, make_agent: Callable[[VecEnv, int], BaseAlgorithm],
@@ -136,6 +172,11 @@ def train_from_preferences(venv: VecEnv, args: Args, make_agent: Callable[[VecEn
     """Wrap ``venv`` (of ``env_id``, made with ``env_kwargs``: kept in the agent checkpoint, so that the run's
     record says which env it was), warm the reward predictor up on a random policy, then train
     ``make_agent(venv, seed)``; with ``--true-reward``, train it on the env's own reward instead."""
+    if args.life_loss_penalty and not any(venv.env_is_wrapped(LifeLossPenalty)):
+        venv.close()
+        print(f"error: --life-loss-penalty: {env_id} as this example makes it has no lives to count (the Atari "
+              "examples count them)", file=sys.stderr)
+        sys.exit(2)
     try:
         session = start_session(args, env_id, env_kwargs)
     except (AgentCheckpointError, RunDirError) as e:

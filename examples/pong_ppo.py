@@ -18,7 +18,7 @@ end; ``--resume`` goes on from there. ``learning_curve.csv`` there has a row per
 """
 import ale_py
 import gymnasium
-from common import parse_args, train_from_preferences
+from common import LifeLossPenalty, parse_args, train_from_preferences
 from stable_baselines3 import PPO
 from stable_baselines3.common.atari_wrappers import AtariWrapper
 from stable_baselines3.common.env_util import make_vec_env
@@ -54,13 +54,15 @@ class BlankScore(gymnasium.ObservationWrapper):
         return observation
 
 
-def make_atari(env_id: str, n_envs: int, seed: int) -> VecEnv:
-    """SB3's ``make_atari_env`` (Monitor, then ``AtariWrapper``), the score blanked, then 4 frames stacked."""
+def make_atari(env_id: str, n_envs: int, seed: int, life_loss_penalty: float = 0.0) -> VecEnv:
+    """SB3's ``make_atari_env`` (Monitor, then ``AtariWrapper``), the score blanked, then 4 frames stacked;
+    with ``life_loss_penalty``, each life lost costs that many points in the reward drlhp's teacher counts."""
     gymnasium.register_envs(ale_py)
     rows = SCORE_ROWS.get(env_id, 0)
 
     def atari_wrapper(env: gymnasium.Env) -> gymnasium.Env:
-        return BlankScore(AtariWrapper(env), rows)
+        env = BlankScore(AtariWrapper(env), rows)
+        return LifeLossPenalty(env, life_loss_penalty) if life_loss_penalty else env
 
     # NoFrameskip: SB3's AtariWrapper skips 4 frames itself (ALE/Pong-v5 would skip 4 x 4).
     return VecFrameStack(make_vec_env(env_id, n_envs=n_envs, seed=seed, wrapper_class=atari_wrapper), 4)
@@ -73,4 +75,5 @@ def make_agent(venv: VecEnv, seed: int) -> PPO:
 
 if __name__ == "__main__":
     args = parse_args(__doc__, log_dir="drlhp_logs/pong", **ATARI_DEFAULTS)
-    train_from_preferences(make_atari(ENV_ID, args.n_envs, args.seed), args, make_agent, ENV_ID)
+    train_from_preferences(make_atari(ENV_ID, args.n_envs, args.seed, args.life_loss_penalty), args, make_agent,
+                           ENV_ID)

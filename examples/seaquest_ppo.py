@@ -10,6 +10,10 @@ the lives left (the top 12 rows of the 84x84 frame) are blanked.
     pip install -e ".[examples]"
     python examples/seaquest_ppo.py --total-timesteps 1000000 --label-budget 3000
     python examples/seaquest_ppo.py --resume --log-dir drlhp_logs/seaquest/<date-time>   # go on after a stop
+    python examples/seaquest_ppo.py --total-timesteps 1000000 --label-budget 3000 --life-loss-penalty 1
+
+The last is a lever, not the defaults: the synthetic teacher counts each life lost as a point against its clip,
+where the score alone never prefers a clip for staying alive (docs/results.md, "The third game").
 """
 from common import parse_args, train_from_preferences
 from pong_ppo import ATARI_DEFAULTS, make_agent, make_atari  # the same recipe as Pong: they cannot drift apart
@@ -19,4 +23,5 @@ ENV_ID = "SeaquestNoFrameskip-v4"
 
 if __name__ == "__main__":
     args = parse_args(__doc__, log_dir="drlhp_logs/seaquest", **ATARI_DEFAULTS)
-    train_from_preferences(make_atari(ENV_ID, args.n_envs, args.seed), args, make_agent, ENV_ID)
+    train_from_preferences(make_atari(ENV_ID, args.n_envs, args.seed, args.life_loss_penalty), args, make_agent,
+                           ENV_ID)

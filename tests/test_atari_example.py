@@ -25,3 +25,22 @@ def test_the_score_rows_are_black_and_the_play_is_not(env_id):
         assert frames[:, rows:].std(axis=0).max() > 0, "the play below them does not move"
     finally:
         venv.close()
+
+
+def test_each_life_lost_costs_the_teachers_reward_the_penalty_and_the_recorded_score_nothing():
+    actions = np.random.default_rng(0).integers(18, size=(3_000, 1))
+    runs = {}
+    for penalty in (0.0, 2.5):
+        venv = make_atari("SeaquestNoFrameskip-v4", n_envs=1, seed=0, life_loss_penalty=penalty)
+        try:
+            venv.reset()
+            steps = [venv.step(action) for action in actions]
+        finally:
+            venv.close()
+        runs[penalty] = (np.array([float(s[1][0]) for s in steps]), np.array([bool(s[2][0]) for s in steps]),
+                         [(s[3][0]["episode"]["r"], s[3][0]["episode"]["l"]) for s in steps if "episode" in s[3][0]])
+    (score, lives_ended, games), (teachers, lives_ended_too, games_too) = runs[0.0], runs[2.5]
+    assert np.array_equal(lives_ended, lives_ended_too)  # the same play
+    assert lives_ended.sum() >= 4, "too few lives lost to tell"  # AtariWrapper ends an episode at each life lost
+    assert np.array_equal(teachers - score, np.where(lives_ended, -2.5, 0.0))
+    assert games and games_too == games  # SB3's Monitor, inside: the game's own score and length, unchanged

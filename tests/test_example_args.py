@@ -46,3 +46,30 @@ def test_the_reward_scale_reaches_drlhp(monkeypatch):
     settings = settings_for(monkeypatch, "--reward-scale", "1")
     assert settings["reward_scale"] == 1.0
     assert PreferenceConfig(**settings).reward_scale == 1.0
+
+
+@pytest.mark.parametrize("argv, problem", [
+    (("--life-loss-penalty", "-1"), "--life-loss-penalty must be >= 0"),
+    (("--life-loss-penalty", "1", "--true-reward"), "a true-reward run learns from the score"),
+    (("--life-loss-penalty", "1", "--human"), "a person judges a life lost themselves"),
+])
+def test_a_life_loss_penalty_where_no_synthetic_teacher_counts_is_refused(monkeypatch, capsys, argv, problem):
+    with pytest.raises(SystemExit):
+        settings_for(monkeypatch, *argv)
+    assert problem in capsys.readouterr().err
+
+
+def test_a_life_loss_penalty_on_an_env_without_lives_is_refused_before_the_run_starts(monkeypatch, capsys, tmp_path):
+    from common import train_from_preferences
+    from stable_baselines3.common.env_util import make_vec_env
+
+    from drlhp.envs import MovingDotEnv
+
+    log_dir = tmp_path / "run"
+    monkeypatch.setattr(sys, "argv", ["example", "--life-loss-penalty", "1", "--log-dir", str(log_dir)])
+    venv = make_vec_env(MovingDotEnv, n_envs=1)
+    with pytest.raises(SystemExit) as stopped:
+        train_from_preferences(venv, parse_args("an example"), make_agent=None, env_id="drlhp/MovingDot-v0")
+    assert stopped.value.code == 2
+    assert "drlhp/MovingDot-v0 as this example makes it has no lives to count" in capsys.readouterr().err
+    assert not log_dir.exists()

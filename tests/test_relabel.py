@@ -1,5 +1,7 @@
 """Off-policy agents: after the wrapper moves to a newer reward checkpoint, every reward in an SB3 replay buffer is
 the one the current predictor gives the observation its transition ended in."""
+import time
+
 import gymnasium
 import numpy as np
 import pytest
@@ -87,6 +89,10 @@ def test_after_checkpoint_switches_every_stored_reward_is_the_current_predictors
         relabel = RelabelReplayBuffer(max_time_share=1.0)
         del rewarded[:]  # the model's steps from here: step k's transition goes to slot k % buffer_size
         model.learn(total_timesteps=300 * n_envs, callback=relabel)
+        # The trainer's pace is not the agent's: on a loaded machine learn on (same buffer) until it switched twice.
+        deadline = time.monotonic() + 60
+        while relabel.relabellings < 2 and time.monotonic() < deadline:
+            model.learn(total_timesteps=50 * n_envs, callback=relabel, reset_num_timesteps=False)
         assert relabel.relabellings >= 2, "no checkpoint switch while the buffer held transitions"
         # One more step once the trainer has written a newer checkpoint: the switch comes with a full buffer.
         assert wait_for(lambda: env.pipeline.poll_predictor(now=True), timeout=60)

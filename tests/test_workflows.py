@@ -79,18 +79,24 @@ def test_train_from_saved_prefs_writes_checkpoints(tmp_path):
     assert n_saved > 0 and not (log_dir / "train.pkl.gz").exists()  # nothing collected: nothing to autosave
 
 
-def test_a_reward_network_whose_output_does_not_vary_is_reported_once_and_rewards_nothing(tmp_path, caplog):
+@pytest.mark.parametrize("frame_shape, weight_decay, advice", [
+    ((16, 16, 1), 1e-4, "reward_predictor_batchnorm=True"),  # images: dead units on a flat background
+    ((8,), 1e-4, "reward_predictor_lr"),  # vectors: no frame norm to suggest
+    ((8,), 0.5, "adaptive_l2=False"),  # a large L2 penalty, whatever the frames
+])
+def test_a_reward_network_whose_output_does_not_vary_is_reported_once_and_rewards_nothing(
+        tmp_path, caplog, frame_shape, weight_decay, advice):
     # Frames that are all alike flatten any network's output, as dead units do on Pong's flat background.
-    frame_stack = np.full((5, 16, 16, 1), 87, np.uint8)
+    frame_stack = np.full((5, *frame_shape), 87, np.uint8 if len(frame_shape) == 3 else np.float32)
     buffer = PrefBuffer(100, 0.2)
     for i in range(20):
         buffer.add(Segment(2 * i, frame_stack, np.zeros(5)), Segment(2 * i + 1, frame_stack, np.ones(5)), 0.0)
     buffer.save(str(tmp_path / "prefs"))
     with caplog.at_level(logging.WARNING, logger="drlhp.learner"):
         train_reward(str(tmp_path / "prefs"), str(tmp_path / "run"), steps=30, reward_predictor_ckpt_interval=10,
-                     ensemble_size=1)
+                     ensemble_size=1, reward_predictor_weight_decay=weight_decay)
     flat = [r.getMessage() for r in caplog.records if "hardly varies" in r.getMessage()]
-    assert len(flat) == 1 and "reward_predictor_batchnorm=True" in flat[0], caplog.text
+    assert len(flat) == 1 and advice in flat[0], caplog.text
     predictor = RewardPredictor.load(str(tmp_path / "run" / CKPT))
     # Exactly 0, not "small": the flat network's outputs differ from the normaliser's mean only by float32
     # rounding, which differs between CPUs and batch sizes; the normaliser leaves a flat member out entirely.

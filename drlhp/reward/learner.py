@@ -31,6 +31,9 @@ from drlhp.storage.layout import LogDir
 
 log = logging.getLogger("drlhp.learner")
 
+#: An L2 penalty this large (500x the default start) is the likeliest reason a network's output goes flat.
+LARGE_L2 = 0.05
+
 
 @dataclass(frozen=True)
 class LearnerConfig:
@@ -202,14 +205,27 @@ class Learner:
         self._warn_if_flat(np.array(self.predictor.normaliser.std))
 
     def _warn_if_flat(self, member_stds: np.ndarray) -> None:
-        """Say so (once) when a member's output hardly varies over the labelled clips: it rewards nothing."""
+        """Say so (once) when a member's output hardly varies over the labelled clips: it rewards nothing; with the
+        likeliest cause for this network."""
         if self._warned_flat or member_stds.min() >= MIN_STD:
             return
         self._warned_flat = True
-        log.warning("the reward network's output hardly varies over the labelled clips (std %.1g at training step %d): "
-                    "its units have probably died, so it adds nothing to the agent's reward (0 if no ensemble member "
-                    "varies). On frames with a large flat background (Atari) keep reward_predictor_frame_norm='centre' "
-                    "(the default) or try reward_predictor_batchnorm=True.", member_stds.min(), self.step)
+        l2 = self.optimiser.weight_decay
+        if l2 >= LARGE_L2:
+            # Seen on HalfCheetah's MLP on its first 74 labels: six times the penalty reached 0.44-0.67 and the output
+            # went flat; flat, the train and validation losses are equal, so adaptive L2 lowered it and it recovered.
+            advice = ("the L2 penalty has grown large: on few labels adaptive_l2 can raise it until the output goes "
+                      "flat, then lowers it again, so this usually passes within a few thousand steps; if it lasts, "
+                      "set adaptive_l2=False or ask more labels before training starts (n_initial_prefs)")
+        elif self.predictor.config.frame_spec.is_image:
+            advice = ("its units have probably died: on frames with a large flat background (Atari) keep "
+                      "reward_predictor_frame_norm='centre' (the default) or try reward_predictor_batchnorm=True")
+        else:
+            advice = "its units have probably died: try a lower reward_predictor_lr"
+        log.warning("the reward network's output hardly varies over the labelled clips (std %.1g at training step %d, "
+                    "L2 penalty %.2g), so while it does it adds nothing to the agent's reward (0 if no ensemble member "
+                    "varies), and the trainer's train loss reads 0.693 (ln 2). Likely cause: %s.",
+                    member_stds.min(), self.step, l2, advice)
 
     def _batches(self, db: PrefDB) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
         """``n_val_pairs`` random pairs of ``db``, unpacked a training batch at a time (bounded memory)."""

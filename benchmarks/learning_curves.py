@@ -117,7 +117,7 @@ def main() -> None:
         commands = {run: example_command(args, example_args, run, log_dir) for run, log_dir in log_dirs.items()}
         commands = {run: cmd for run, cmd in commands.items() if cmd is not None}
         if commands:
-            note_launch(args.out)
+            note_launch(args.out, list(commands))
         if args.side_by_side:
             run_commands(commands)
         else:
@@ -221,15 +221,22 @@ def summarise(curves: dict, window: int, random_return: float | None) -> None:
               f"run's, at {common} agent steps: {ratio:.2f}")
 
 
-def note_launch(out: str) -> None:
-    """Keep in ``<out>/launch.json`` the command and commit that started the runs (``launches[0]``) and each that
-    resumed them: what a run record says made it."""
+def note_launch(out: str, runs: list[str]) -> None:
+    """Keep in ``<out>/launch.json`` each command and commit that started or resumed runs there, and which runs: what
+    a run record says made it (the arms of one --out may be launched apart, each with its own --arm)."""
     os.makedirs(out, exist_ok=True)
     path = os.path.join(out, LAUNCH_FILE)
     launches = json.loads(Path(path).read_text())["launches"] if os.path.exists(path) else []
     launches.append({"command": shlex.join(["python", os.path.relpath(sys.argv[0], ROOT), *sys.argv[1:]]),
-                     "commit": git_commit(), "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+                     "commit": git_commit(), "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                     "runs": runs})
     Path(path).write_text(json.dumps({"launches": launches}, indent=1) + "\n")
+
+
+def launches_of(launches: list[dict], run: str) -> list[dict]:
+    """The launches that ran ``run``: the one that started it, then each that resumed it. One noted before
+    launch.json named its runs counts for every run."""
+    return [launch for launch in launches if run in launch.get("runs", RUNS)]
 
 
 def git_commit() -> str:
@@ -259,7 +266,10 @@ def record(args: argparse.Namespace, example_args: list[str], run: str, log_dir:
     if not os.path.exists(launch_path):
         sys.exit(f"error: {launch_path} is missing: without it the record cannot say which command and commit "
                  "made the run")
-    launches = json.loads(Path(launch_path).read_text())["launches"]
+    launches = launches_of(json.loads(Path(launch_path).read_text())["launches"], run)
+    if not launches:
+        sys.exit(f"error: {launch_path} names no launch of the {run} run: the record cannot say which command and "
+                 "commit made it")
     rows = current_rows(read_rows(os.path.join(log_dir, "learning_curve.csv")))
     changes = changed_defaults(example_args)
     variant = "-".join(c.lstrip("-").replace("=", "-").replace(" ", "-") for c in changes) or "defaults"

@@ -14,7 +14,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT / "examples"))
 import run_records  # noqa: E402  (the benchmarks' own module, from benchmarks/)
 from agent_checkpoint import load_agent_state  # noqa: E402  (the examples' own module, from examples/)
-from learning_curves import changed_defaults, drlhp_settings  # noqa: E402
+from learning_curves import changed_defaults, drlhp_settings, launches_of  # noqa: E402
 from run_records import RecordError, free_folder, read_records, record_name, write_record  # noqa: E402
 
 ROW = {"run": "drlhp", "agent_steps": 100, "true_episode_return": 1.5, "labels": 8, "wall_time_s": 3.0,
@@ -66,6 +66,18 @@ def run_learning_curves(*args: str) -> str:
     return done.stdout
 
 
+def test_a_record_takes_the_command_that_started_its_own_arm_when_the_arms_of_one_out_were_launched_apart():
+    true_start = {"command": "... --arm true_reward", "commit": "a", "runs": ["true_reward"]}
+    drlhp_start = {"command": "... --arm drlhp", "commit": "b", "runs": ["drlhp"]}
+    true_resume = {"command": "... --arm true_reward --resume", "commit": "c", "runs": ["true_reward"]}
+    launches = [true_start, drlhp_start, true_resume]
+    assert launches_of(launches, "drlhp") == [drlhp_start]
+    assert launches_of(launches, "true_reward") == [true_start, true_resume]
+    older = {"command": "... (both arms)", "commit": "d"}  # noted before launch.json named its runs: both ran
+    assert launches_of([older, drlhp_start], "drlhp") == [older, drlhp_start]
+    assert launches_of([older], "true_reward") == [older]
+
+
 def test_learning_curves_records_each_finished_run_once_with_its_command_commit_and_settings(tmp_path):
     out, results = tmp_path / "lc", tmp_path / "results"
     tiny = ["--n-envs", "2", "--segment-length", "5", "--n-initial-prefs", "8", "--n-initial-training-steps", "4",
@@ -84,6 +96,8 @@ def test_learning_curves_records_each_finished_run_once_with_its_command_commit_
     assert 8 <= drlhp["labels"] <= 40 and true_reward["labels"] is None
     head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True).stdout
     assert drlhp["commit"].startswith(head.strip()) and "--record" in drlhp["command"]
+    launches = json.loads((out / "launch.json").read_text())["launches"]
+    assert [launch["runs"] for launch in launches] == [["drlhp", "true_reward"]]
     assert drlhp["settings"]["drlhp"]["segment_length"] == 5 and true_reward["settings"]["drlhp"] is None
     assert drlhp["settings"]["example"]["label_budget"] == 40 and drlhp["settings"]["env_kwargs"] == {}
     # A run from before the checkpoint kept drlhp's settings gets them resolved from its arguments, the same.

@@ -234,9 +234,18 @@ def note_launch(out: str, runs: list[str]) -> None:
 
 
 def launches_of(launches: list[dict], run: str) -> list[dict]:
-    """The launches that ran ``run``: the one that started it, then each that resumed it. One noted before
-    launch.json named its runs counts for every run."""
-    return [launch for launch in launches if run in launch.get("runs", RUNS)]
+    """The launches that ran ``run``: the one that started it, then each that resumed it."""
+    return [launch for launch in launches if run in launched_runs(launch)]
+
+
+def launched_runs(launch: dict) -> list[str] | tuple[str, ...]:
+    """The runs a launch ran. One noted before launch.json named them ran its command's ``--arm``, or both."""
+    if "runs" in launch:
+        return launch["runs"]
+    words = shlex.split(launch["command"])
+    arms = [word.split("=", 1)[1] for word in words if word.startswith("--arm=")]
+    arms += [after for word, after in zip(words, words[1:]) if word == "--arm"]
+    return arms or RUNS
 
 
 def git_commit() -> str:

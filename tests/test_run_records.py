@@ -73,9 +73,14 @@ def test_a_record_takes_the_command_that_started_its_own_arm_when_the_arms_of_on
     launches = [true_start, drlhp_start, true_resume]
     assert launches_of(launches, "drlhp") == [drlhp_start]
     assert launches_of(launches, "true_reward") == [true_start, true_resume]
-    older = {"command": "... (both arms)", "commit": "d"}  # noted before launch.json named its runs: both ran
+    # Noted before launch.json named its runs: the command's --arm says which ran, both without one.
+    older = {"command": "python benchmarks/learning_curves.py --example e --out o", "commit": "d"}
+    older_true = {"command": "python benchmarks/learning_curves.py --arm true_reward --out o", "commit": "e"}
+    older_true_resume = {"command": "python benchmarks/learning_curves.py --arm=true_reward --resume", "commit": "f"}
     assert launches_of([older, drlhp_start], "drlhp") == [older, drlhp_start]
     assert launches_of([older], "true_reward") == [older]
+    assert launches_of([older_true, older_true_resume, drlhp_start], "drlhp") == [drlhp_start]
+    assert launches_of([older_true, older_true_resume, drlhp_start], "true_reward") == [older_true, older_true_resume]
 
 
 def test_learning_curves_records_each_finished_run_once_with_its_command_commit_and_settings(tmp_path):

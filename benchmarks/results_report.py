@@ -14,7 +14,9 @@ the most cells (a game with fewer seeds than the others waits until it has enoug
     python benchmarks/results_report.py --check         # exit 1 if the pages' tables are not the records'
 
 Only runs with today's defaults (``defaults`` in run.json) and at most the task's label budget enter the first
-tables; every other run is a lever tried, listed in the levers table with its normalised score.
+tables, beside, on a task that names one, the lever it is there to compare (SAC's ``--no-relabel``: the A/B of
+relabelling), an arm of its own; every other run is a lever tried, listed in the levers table with its normalised
+score.
 """
 from __future__ import annotations
 
@@ -45,6 +47,7 @@ class Task:
     random_return: float  # a random policy's true return: 0 on the normalised scale
     random_source: str
     label_budget: int  # the most labels a run of the main table may use
+    ab: str | None = None  # a lever's variant (run.json) whose runs make an arm of their own in the main table
 
 
 TASKS = {
@@ -55,10 +58,10 @@ TASKS = {
     "seaquest": Task("Seaquest", "atari", 1_000_000, 68.4, "Mnih et al. (2015), random play", 3000),
     # D4RL's random-policy returns (Fu et al. 2020), of the v2 tasks; v5 keeps their models and rewards.
     "halfcheetah_sac": Task("HalfCheetah (SAC)", "mujoco", 300_000, -280.2, "D4RL's random policy, Fu et al. 2020",
-                            700),
+                            700, ab="no-relabel"),
     # The example's Hopper does not end an episode at a fall (as in the paper): D4RL's figure is of one that does.
     "hopper_sac": Task("Hopper (SAC)", "mujoco", 300_000, -53.5,
-                       "100 episodes without early termination: benchmarks/random_return.py", 700),
+                       "100 episodes without early termination: benchmarks/random_return.py", 700, ab="no-relabel"),
     "halfcheetah_ppo": Task("HalfCheetah (PPO)", "mujoco", 1_000_000, -280.2, "D4RL's random policy, Fu et al. 2020",
                             700),
     "moving_dot_random_target": Task("MovingDot, target at random", "movingdot", 300_000, 30.8,
@@ -108,13 +111,17 @@ def iqm_with_interval(matrix: np.ndarray) -> tuple[float, tuple[float, float]]:
 
 
 def main_runs(records: list[Record], task: str) -> dict[str, list[Record]]:
-    """The task's runs with today's defaults that reached its step, by arm, in seed then folder order."""
+    """The task's runs that reached its step, by arm, in seed then folder order: those with today's defaults, and
+    those of the task's A/B lever as an arm named by its variant."""
     spec = TASKS[task]
-    runs: dict[str, list[Record]] = {"drlhp": [], "true_reward": []}
+    runs: dict[str, list[Record]] = {"drlhp": [], "true_reward": [], **({spec.ab: []} if spec.ab else {})}
     for r in records:
-        if (r["task"] == task and r["defaults"] and r["agent_steps"] >= REACHED * spec.step
+        if (r["task"] == task and r["agent_steps"] >= REACHED * spec.step
                 and (r["arm"] == "true_reward" or r["label_budget"] <= spec.label_budget)):
-            runs[r["arm"]].append(r)
+            if r["defaults"]:
+                runs[r["arm"]].append(r)
+            elif r["arm"] == "drlhp" and r["variant"] == spec.ab:
+                runs[spec.ab].append(r)
     return {arm: sorted(rs, key=lambda r: (r["seed"], r.name)) for arm, rs in runs.items()}
 
 
@@ -187,7 +194,8 @@ def main_table(per_task: dict[str, dict[str, Arm]], family: str) -> str:
             continue
         for arm_name, arm in by_arm.items():
             seeds = ", ".join(str(r["seed"]) for r in arm.records)
-            what = (f"drlhp, ≤ {spec.label_budget:,} labels" if arm_name == "drlhp" else "true reward")
+            what = {"drlhp": f"drlhp, ≤ {spec.label_budget:,} labels", "true_reward": "true reward"}.get(
+                arm_name, f"drlhp with `--{arm_name}`, ≤ {spec.label_budget:,} labels")
             lines.append(f"| {spec.title} at {spec.step // 1000:,}k steps | {what} | {len(arm.records)} ({seeds}) | "
                          f"{', '.join(f'{s:.2f}' for s in arm.scores)} | "
                          f"{', '.join(f'{n:.2f}' for n in arm.normalised)} | {fmt_iqm(arm)} | "
@@ -294,7 +302,7 @@ def write_blocks(blocks: dict[str, str]) -> None:
 
 
 def draw(records: list[Record]) -> list[Path]:
-    """Per task: both arms' curves, every run thin, their mean bold (the 20-episode mean at each step)."""
+    """Per task: each arm's curves, every run thin, their mean bold (the 20-episode mean at each step)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -307,11 +315,14 @@ def draw(records: list[Record]) -> list[Path]:
             continue
         steps = np.linspace(spec.step / 200, spec.step, 200)
         fig, ax = plt.subplots(figsize=(8, 4.5))
-        for (arm, rs), color in zip(runs.items(), ("C0", "C1")):
+        for (arm, rs), color in zip(runs.items(), ("C0", "C1", "C2")):
+            if not rs:
+                continue
             curves = np.array([smoothed_at(r, steps) for r in rs])
             for curve in curves:
                 ax.plot(steps, curve, color=color, lw=0.7, alpha=0.45)
-            name = "drlhp (synthetic labels)" if arm == "drlhp" else "the true reward"  # the same agent, any
+            name = {"drlhp": "drlhp (synthetic labels)", "true_reward": "the true reward"}.get(  # the same agent
+                arm, f"drlhp with --{arm}")
             runs_ = f"{len(rs)} run{'s' * (len(rs) > 1)}"
             with warnings.catch_warnings():  # steps before every run's first episode: NaN, drawn as a gap
                 warnings.simplefilter("ignore", RuntimeWarning)

@@ -118,3 +118,30 @@ def test_a_game_with_fewer_seeds_waits_out_of_the_aggregate_until_its_seeds_make
     assert (games, seeds) == (["pong", "breakout", "seaquest"], [0, 1])
     assert by_arm["drlhp"][0] == pytest.approx(0.75)  # 1, 1, 0 per seed: the middle half of six is 0, 1, 1, 1
     assert "Not yet" not in text
+
+
+def test_a_tasks_ab_lever_is_an_arm_of_its_own_beside_the_defaults_and_leaves_the_levers_table(tmp_path):
+    task, random = "hopper_sac", results_report.TASKS["hopper_sac"].random_return
+    assert results_report.TASKS[task].ab == "no-relabel"
+    sac = {"task": task, "steps": 300_000, "label_budget": 700, "labels": 700}
+    record(tmp_path, "true_reward_seed0", "true_reward", 0, [random] * 30 + [1000.0] * 20, **{**sac,
+           "label_budget": None, "labels": None})
+    record(tmp_path, "drlhp_seed0_700labels", "drlhp", 0, [random] * 30 + [1000.0] * 20, **sac)
+    for seed, end in enumerate([0.0, 0.5, 0.25]):  # normalised
+        record(tmp_path, f"drlhp_seed{seed}_700labels_no-relabel", "drlhp", seed,
+               [random] * 30 + [random + end * (1000.0 - random)] * 20, defaults=False, variant="no-relabel",
+               description="the command adds --no-relabel", **sac)
+    record(tmp_path, "drlhp_seed0_700labels_no-ensemble", "drlhp", 0, [0.0] * 50, defaults=False,
+           variant="no-ensemble", description="the command adds --no-ensemble", **sac)
+    records = read_records(tmp_path)
+
+    arms = results_report.results(records, task)
+    assert list(arms) == ["drlhp", "true_reward", "no-relabel"]
+    assert [r["seed"] for r in arms["no-relabel"].records] == [0, 1, 2]
+    np.testing.assert_allclose(arms["no-relabel"].normalised, [0.0, 0.5, 0.25])
+    assert arms["no-relabel"].iqm == pytest.approx(0.25)
+    blocks = results_report.tables(records)
+    row = next(line for line in blocks["mujoco"].splitlines() if "no-relabel" in line)
+    assert "drlhp with `--no-relabel`, ≤ 700 labels | 3 (0, 1, 2) |" in row and "**0.25** [" in row
+    levers = blocks["levers"].splitlines()[2:]
+    assert len(levers) == 1 and "--no-ensemble" in levers[0]  # another lever stays a lever

@@ -331,7 +331,8 @@ def draw(records: list[Record]) -> list[Path]:
         ax.axhline(spec.random_return, color="grey", lw=0.8, ls=":", label="random policy")
         ax.set_xlabel("agent steps")
         ax.set_ylabel(f"true episode return (mean of the last {WINDOW} episodes)")
-        ax.set_title(f"{spec.title}: today's defaults, every run thin, the mean bold", fontsize=10)
+        lever = f" and --{spec.ab}" if spec.ab and runs[spec.ab] else ""
+        ax.set_title(f"{spec.title}: today's defaults{lever}, every run thin, the mean bold", fontsize=10)
         ax.legend(loc="upper left", fontsize=8)
         fig.tight_layout()
         path = IMAGES / f"results-{task.replace('_', '-')}.png"

@@ -153,12 +153,16 @@ def results(records: list[Record], task: str) -> dict[str, Arm] | None:
     return out
 
 
+def atari_games_with_both_arms(per_task: dict[str, dict[str, Arm]]) -> list[str]:
+    return [t for t, arms in per_task.items() if TASKS[t].family == "atari" and {"drlhp", "true_reward"} <= arms.keys()]
+
+
 def over_games(per_task: dict[str, dict[str, Arm]]) -> tuple[list[str], list[int], dict[str, tuple]] | None:
     """The Atari aggregate: per arm, IQM and interval of the (seeds x games) matrix of seed-mean normalised
     scores. A seed enters only where every game of the matrix has it in both arms, so a game that has fewer seeds
     than the others would shrink the matrix to its seeds: of the sets of at least two games, the one whose shared
     seeds give the most cells is taken (on a tie, the more games). None where no two games share a seed."""
-    games = [t for t, arms in per_task.items() if TASKS[t].family == "atari" and len(arms) == 2]
+    games = atari_games_with_both_arms(per_task)
     seeds_of = {t: set.intersection(*({r["seed"] for r in per_task[t][arm].records}
                                       for arm in ("drlhp", "true_reward"))) for t in games}
     candidates = [(list(chosen), sorted(seeds)) for n in range(2, len(games) + 1)
@@ -204,7 +208,7 @@ def main_table(per_task: dict[str, dict[str, Arm]], family: str) -> str:
 
 
 def aggregate_table(aggregate: tuple[list[str], list[int], dict[str, tuple]] | None, per_task: dict) -> str:
-    both_arms = [t for t, arms in per_task.items() if TASKS[t].family == "atari" and len(arms) == 2]
+    both_arms = atari_games_with_both_arms(per_task)
     if aggregate is None:
         return (f"Over the games ({', '.join(TASKS[t].title for t in both_arms)}): not yet (it needs two games with a "
                 "seed in common in both arms).")

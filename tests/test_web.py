@@ -367,7 +367,10 @@ def test_two_labellers_in_two_browsers_see_their_agreement_on_the_owners_page(tm
             owner = browser.new_context().new_page()
             assert owner.goto(env.labelling_url.replace("/?", "/owner?")).status == 403  # not with a labeller's token
             owner.goto(env.labelling_owner_url)
-            owner.wait_for_function("document.querySelectorAll('#agreement tbody tr').length === 1", timeout=15000)
+            # A function, not an expression: Playwright evals an expression again at every poll, which the page's
+            # Content-Security-Policy (no 'unsafe-eval') refuses once the first check has found no row yet.
+            owner.wait_for_function("() => document.querySelectorAll('#agreement tbody tr').length === 1",
+                                    timeout=15000)
             row = owner.text_content("#agreement tbody tr")
             owner.screenshot(path=str(tmp_path / "owner.png"))
             stats = env.stats()

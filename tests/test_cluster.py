@@ -39,8 +39,11 @@ def cluster():
     # Processes this test run had before (e.g. the resource tracker of an earlier test's wrapper, which lives
     # as long as pytest does) are not the cluster's.
     before = {p.pid for p in psutil.Process().children(recursive=True)}
+    # Ray starts its workers at niceness 15: beside busy processes of niceness 0 (the other pytest-xdist worker's
+    # tests), the cluster's actors and drlhp's processes under them got a few per cent of a core, and a test that
+    # takes 20 s alone ran past its timeout. The tests' workers run at the rest of the test run's priority.
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False,
-             runtime_env={"env_vars": {"PYTHONPATH": path}})
+             runtime_env={"env_vars": {"PYTHONPATH": path}}, _system_config={"worker_niceness": 0})
     yield
     descendants = [p for p in psutil.Process().children(recursive=True) if p.pid not in before]
     ray.shutdown()

@@ -23,7 +23,9 @@ def play(service_name: str, stop_file: str) -> int:
 if __name__ == "__main__":
     log_dir, stop_file, terminal = sys.argv[1:4]
     here = os.path.dirname(os.path.abspath(__file__))  # the runner imports human_session from here
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, runtime_env={"env_vars": {"PYTHONPATH": here}})
+    # Workers at the test run's priority, not Ray's niceness 15 (see the cluster fixture in test_cluster.py).
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, runtime_env={"env_vars": {"PYTHONPATH": here}},
+             _system_config={"worker_niceness": 0})
     with PreferenceService(make_env().observation_space, log_dir=log_dir, clips_per_second=20.0,
                            human_terminal=terminal, **SETTINGS) as service:
         ray.get(play.remote(service.name, stop_file))

@@ -63,8 +63,12 @@ TASKS = {"moving_dot": "MovingDot", "moving_dot_random_target": "MovingDot, targ
 RUNS = ("drlhp", "true_reward")
 MERGED_COLUMNS = ("run", "agent_steps", "true_episode_return", "labels", "wall_time_s", "episode_length", "session")
 CONTROLLED = ("--log-dir", "--true-reward", "--resume")  # this script sets them per run
-#: Example arguments that leave a run on drlhp's defaults: how many labels, which seed, how often to print and save.
-DEFAULTS_KEEP = ("--label-budget", "--seed", "--log-every", "--save-every", "--keep-agents")
+#: The synthetic teacher's arguments, by the name run.json's "teacher" gives each: who labels, not how drlhp learns.
+TEACHER_ARGS = {"--teacher-mistake-rate": "mistake_rate", "--teacher-equal-threshold": "equal_threshold",
+                "--teacher-beta": "beta", "--life-loss-penalty": "life_loss_penalty"}
+#: Example arguments that leave a run on drlhp's defaults: how many labels, which seed, how often to print and save,
+#: and the teacher.
+DEFAULTS_KEEP = ("--label-budget", "--seed", "--log-every", "--save-every", "--keep-agents", *TEACHER_ARGS)
 LAUNCH_FILE = "launch.json"
 RECORDED_AS = "recorded_as"
 
@@ -283,16 +287,18 @@ def record(args: argparse.Namespace, example_args: list[str], run: str, log_dir:
     changes = changed_defaults(example_args)
     variant = "-".join(c.lstrip("-").replace("=", "-").replace(" ", "-") for c in changes) or "defaults"
     drlhp = run == "drlhp"
-    name = record_name(run, state["args"]["seed"], state["args"]["label_budget"], variant)
+    example = json_safe(state["args"])
+    taught = teacher_of(example) if drlhp else None
+    name = record_name(run, state["args"]["seed"], state["args"]["label_budget"], variant, taught)
     folder = write_record(free_folder(Path(args.record) / args.example, name), {
         "game": state["settings"]["env"], "task": args.example, "arm": run, "seed": state["args"]["seed"],
         "label_budget": state["args"]["label_budget"] if drlhp else None,
         "labels": int(rows[-1]["labels"]) if drlhp else None, "agent_steps": state["num_timesteps"],
-        "defaults": not changes, "variant": variant,
+        "defaults": not changes, "variant": variant, "teacher": taught,
         "description": f"the command adds {' '.join(changes)}" if changes else
         "today's defaults: the command sets only the label budget, the seed and the length",
         "commit": launches[0]["commit"], "command": launches[0]["command"],
-        "settings": {"example": state["args"], "env_kwargs": state["settings"].get("env_kwargs", {}),
+        "settings": {"example": example, "env_kwargs": state["settings"].get("env_kwargs", {}),
                      "drlhp": drlhp_settings(state) if drlhp else None},
         "wall_time_s": float(rows[-1]["wall_time_s"]), "date": time.strftime("%Y-%m-%d", time.gmtime()),
         "reconstructed": False,
@@ -301,6 +307,19 @@ def record(args: argparse.Namespace, example_args: list[str], run: str, log_dir:
     }, rows, os.path.join(log_dir, "reward_training_metrics.csv") if drlhp else None)
     Path(marker).write_text(f"{folder}\n")
     print(f"== {run}: recorded in {folder}")
+
+
+def json_safe(values: dict) -> dict:
+    """``values`` as strict JSON has them: an infinite float (a perfectly rational teacher's beta) as "inf"."""
+    return json.loads(json.dumps(values), parse_constant=lambda name: name.lower().replace("infinity", "inf"))
+
+
+def teacher_of(example_args: dict) -> dict:
+    """The synthetic teacher a run's (JSON-safe) example arguments set, by what differs from the perfect teacher
+    ({}: perfect; a run from before the teacher had flags had the perfect one)."""
+    perfect = {"mistake_rate": 0.0, "equal_threshold": 0.0, "beta": "inf", "life_loss_penalty": 0.0}
+    values = {name: example_args.get(flag[2:].replace("-", "_"), perfect[name]) for flag, name in TEACHER_ARGS.items()}
+    return {name: value for name, value in values.items() if value != perfect[name]}
 
 
 def drlhp_settings(agent_state: dict) -> dict:

@@ -29,7 +29,7 @@ from itertools import combinations
 from pathlib import Path
 
 import numpy as np
-from run_records import ROOT, Record, read_records
+from run_records import ROOT, Record, read_records, teacher_name
 
 DOCS = ROOT / "docs" / "results.md"
 PAGES = (DOCS, ROOT / "README.md")  # the pages with generated blocks: <!-- report:NAME --> ... <!-- /report -->
@@ -39,6 +39,10 @@ REPS = 2000  # bootstrap resamples: the intervals' second decimal is stable at t
 SEED = 0  # of the bootstrap: the same records print the same intervals
 
 
+#: SAC's arms beside the defaults: its replay buffer not relabelled, and the true reward scaled as drlhp's is.
+SAC_ARMS = ("no-relabel", "standardised-reward")
+
+
 @dataclass(frozen=True)
 class Task:
     title: str
@@ -46,8 +50,10 @@ class Task:
     step: int  # agent steps at which runs are scored
     random_return: float  # a random policy's true return: 0 on the normalised scale
     random_source: str
-    label_budget: int  # the most labels a run of the main table may use
-    ab: str | None = None  # a lever's variant (run.json) whose runs make an arm of their own in the main table
+    label_budget: int  # the labels of the main drlhp arm's runs (the perfect teacher's)
+    #: Levers' variants (run.json) whose runs make an arm of their own in the main table, beside the arm they vary:
+    #: drlhp's A/B (SAC's no-relabel), the true reward's control (SAC's standardised-reward).
+    ab: tuple[str, ...] = ()
 
 
 TASKS = {
@@ -58,10 +64,10 @@ TASKS = {
     "seaquest": Task("Seaquest", "atari", 1_000_000, 68.4, "Mnih et al. (2015), random play", 3000),
     # D4RL's random-policy returns (Fu et al. 2020), of the v2 tasks; v5 keeps their models and rewards.
     "halfcheetah_sac": Task("HalfCheetah (SAC)", "mujoco", 300_000, -280.2, "D4RL's random policy, Fu et al. 2020",
-                            700, ab="no-relabel"),
+                            700, ab=SAC_ARMS),
     # The example's Hopper does not end an episode at a fall (as in the paper): D4RL's figure is of one that does.
     "hopper_sac": Task("Hopper (SAC)", "mujoco", 300_000, -53.5,
-                       "100 episodes without early termination: benchmarks/random_return.py", 700, ab="no-relabel"),
+                       "100 episodes without early termination: benchmarks/random_return.py", 700, ab=SAC_ARMS),
     "halfcheetah_ppo": Task("HalfCheetah (PPO)", "mujoco", 1_000_000, -280.2, "D4RL's random policy, Fu et al. 2020",
                             700),
     "moving_dot_random_target": Task("MovingDot, target at random", "movingdot", 300_000, 30.8,
@@ -110,19 +116,46 @@ def iqm_with_interval(matrix: np.ndarray) -> tuple[float, tuple[float, float]]:
     return float(point["arm"][0]), (float(interval["arm"][0, 0]), float(interval["arm"][1, 0]))
 
 
+def arm_of(record: Record, spec: Task) -> str | None:
+    """Which arm of the main table a run is in (None: a lever tried, for the levers table). The true reward, and
+    drlhp's defaults taught perfectly with the task's labels, are ``true_reward`` and ``drlhp``; drlhp's defaults
+    with another teacher or label budget an arm per pair (``200labels_mistake-rate-0.1``); a lever the task names
+    an arm named by its variant."""
+    if not record["defaults"]:
+        perfect = not record["teacher"] and record["label_budget"] in (None, spec.label_budget)
+        return record["variant"] if record["variant"] in spec.ab and perfect else None
+    if record["arm"] == "true_reward":
+        return "true_reward"
+    if record["label_budget"] == spec.label_budget and not record["teacher"]:
+        return "drlhp"
+    return "_".join([f"{record['label_budget']}labels", *([teacher_name(record["teacher"])] * bool(record["teacher"]))])
+
+
 def main_runs(records: list[Record], task: str) -> dict[str, list[Record]]:
-    """The task's runs that reached its step, by arm, in seed then folder order: those with today's defaults, and
-    those of the task's A/B lever as an arm named by its variant."""
+    """The task's runs that reached its step, by arm (``arm_of``), in seed then folder order: ``drlhp`` and
+    ``true_reward`` first (empty if none), the task's levers next, the other teachers and budgets last."""
     spec = TASKS[task]
-    runs: dict[str, list[Record]] = {"drlhp": [], "true_reward": [], **({spec.ab: []} if spec.ab else {})}
+    runs: dict[str, list[Record]] = {"drlhp": [], "true_reward": [], **{variant: [] for variant in spec.ab}}
     for r in records:
-        if (r["task"] == task and r["agent_steps"] >= REACHED * spec.step
-                and (r["arm"] == "true_reward" or r["label_budget"] <= spec.label_budget)):
-            if r["defaults"]:
-                runs[r["arm"]].append(r)
-            elif r["arm"] == "drlhp" and r["variant"] == spec.ab:
-                runs[spec.ab].append(r)
-    return {arm: sorted(rs, key=lambda r: (r["seed"], r.name)) for arm, rs in runs.items()}
+        if r["task"] == task and r["agent_steps"] >= REACHED * spec.step and (arm := arm_of(r, spec)) is not None:
+            runs.setdefault(arm, []).append(r)
+    levers = {arm: runs.pop(arm) for arm in spec.ab}
+    others = sorted(set(runs) - {"drlhp", "true_reward"}, key=lambda arm: (int(arm.split("labels")[0]), arm))
+    ordered = {**{arm: runs[arm] for arm in ("drlhp", "true_reward")}, **levers, **{arm: runs[arm] for arm in others}}
+    return {arm: sorted(rs, key=lambda r: (r["seed"], r.name)) for arm, rs in ordered.items()}
+
+
+def arm_title(arm: str, records: list[Record], spec: Task) -> str:
+    """An arm as the tables and figures name it."""
+    if arm == "true_reward":
+        return "true reward"
+    if arm in spec.ab:
+        if records[0]["arm"] == "true_reward":
+            return f"true reward with `--{arm}`"
+        return f"drlhp with `--{arm}`, ≤ {spec.label_budget:,} labels"
+    budget, teacher = records[0]["label_budget"], records[0]["teacher"]
+    taught = ", teacher: " + ", ".join(f"{name.replace('_', ' ')} {value}" for name, value in teacher.items())
+    return f"drlhp, ≤ {budget:,} labels{taught if teacher else ''}"
 
 
 def baseline(task: str, true_runs: list[Record]) -> float:
@@ -198,8 +231,7 @@ def main_table(per_task: dict[str, dict[str, Arm]], family: str) -> str:
             continue
         for arm_name, arm in by_arm.items():
             seeds = ", ".join(str(r["seed"]) for r in arm.records)
-            what = {"drlhp": f"drlhp, ≤ {spec.label_budget:,} labels", "true_reward": "true reward"}.get(
-                arm_name, f"drlhp with `--{arm_name}`, ≤ {spec.label_budget:,} labels")
+            what = arm_title(arm_name, arm.records, spec)
             lines.append(f"| {spec.title} at {spec.step // 1000:,}k steps | {what} | {len(arm.records)} ({seeds}) | "
                          f"{', '.join(f'{s:.2f}' for s in arm.scores)} | "
                          f"{', '.join(f'{n:.2f}' for n in arm.normalised)} | {fmt_iqm(arm)} | "
@@ -258,6 +290,20 @@ def readme_sentence(per_task: dict[str, dict[str, Arm]]) -> str:
             "still to run).")
 
 
+def fallible_sentence(per_task: dict[str, dict[str, Arm]]) -> str:
+    """The README's result for a fallible teacher: each task's IQM of each arm whose teacher errs."""
+    parts = [f"{spec.title} {arm_title(name, arm.records, spec).removeprefix('drlhp, ')}: {fmt_iqm(arm)} "
+             f"({len(arm.records)} run{'s' * (len(arm.records) > 1)})"
+             for task, arms in per_task.items() for name, arm in arms.items()
+             if (spec := TASKS[task]) and name not in ("drlhp", "true_reward", *spec.ab) and arm.records[0]["teacher"]]
+    if not parts:
+        return ("Every figure above comes from a perfect teacher: no run taught by a fallible one is recorded yet "
+                "([Results](docs/results.md#a-fallible-teacher)).")
+    return ("Taught by a fallible synthetic teacher (a share of its answers the wrong way round), drlhp's share of "
+            "the true reward's improvement, as an interquartile mean with its 95 % interval: "
+            f"{'; '.join(parts)} ([Results](docs/results.md#a-fallible-teacher)).")
+
+
 def final_val_accuracy(record: Record) -> str:
     if record["reward_training_metrics"] is None:
         return "—"
@@ -275,6 +321,7 @@ def tables(records: list[Record]) -> dict[str, str]:
                         if t in per_task)
     return {
         "readme": readme_sentence(per_task),
+        "fallible": fallible_sentence(per_task),
         "atari": main_table(per_task, "atari") + "\n\n" + aggregate_table(over_games(per_task), per_task),
         "movingdot": main_table(per_task, "movingdot"),
         "mujoco": main_table(per_task, "mujoco"),
@@ -319,14 +366,14 @@ def draw(records: list[Record]) -> list[Path]:
             continue
         steps = np.linspace(spec.step / 200, spec.step, 200)
         fig, ax = plt.subplots(figsize=(8, 4.5))
-        for (arm, rs), color in zip(runs.items(), ("C0", "C1", "C2")):
+        for (arm, rs), color in zip(runs.items(), [f"C{i}" for i in range(10)]):
             if not rs:
                 continue
             curves = np.array([smoothed_at(r, steps) for r in rs])
             for curve in curves:
                 ax.plot(steps, curve, color=color, lw=0.7, alpha=0.45)
             name = {"drlhp": "drlhp (synthetic labels)", "true_reward": "the true reward"}.get(  # the same agent
-                arm, f"drlhp with --{arm}")
+                arm, arm_title(arm, rs, spec).replace("`", ""))
             runs_ = f"{len(rs)} run{'s' * (len(rs) > 1)}"
             with warnings.catch_warnings():  # steps before every run's first episode: NaN, drawn as a gap
                 warnings.simplefilter("ignore", RuntimeWarning)
@@ -335,8 +382,9 @@ def draw(records: list[Record]) -> list[Path]:
         ax.axhline(spec.random_return, color="grey", lw=0.8, ls=":", label="random policy")
         ax.set_xlabel("agent steps")
         ax.set_ylabel(f"true episode return (mean of the last {WINDOW} episodes)")
-        lever = f" and --{spec.ab}" if spec.ab and runs[spec.ab] else ""
-        ax.set_title(f"{spec.title}: today's defaults{lever}, every run thin, the mean bold", fontsize=10)
+        levers = "".join(f" and --{variant}" for variant in spec.ab if runs[variant])
+        others = " and other teachers or budgets" if len(runs) > 2 + len(spec.ab) else ""
+        ax.set_title(f"{spec.title}: today's defaults{levers}{others}, every run thin, the mean bold", fontsize=10)
         ax.legend(loc="upper left", fontsize=8)
         fig.tight_layout()
         path = IMAGES / f"results-{task.replace('_', '-')}.png"

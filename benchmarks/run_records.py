@@ -13,6 +13,10 @@ and ``run.json``, which says what the run was::
     defaults                 true when the command chose nothing about the reward model or labelling (only
                              the label budget, the seed and the length); false for a lever tried
     variant                  "defaults", or a short name of what the command changed (a lever)
+    teacher                  who gave the synthetic labels, by what differs from the perfect teacher (the clip
+                             with the larger true return always wins): {} for the perfect teacher,
+                             {"mistake_rate": 0.1} for one answer in ten the wrong way round; null for the true
+                             reward. It does not touch "defaults", which is about drlhp's own settings
     description              that change in words
     commit                   the commit whose code ran
     command                  the command that ran it
@@ -28,7 +32,7 @@ and ``run.json``, which says what the run was::
     notes                    anything else a reader should know (the machine was shared, resumed ...)
 
 ``benchmarks/learning_curves.py --record benchmarks/results`` writes a record for each finished run;
-``benchmarks/atari_report.py`` reads them all.
+``benchmarks/results_report.py`` reads them all.
 """
 from __future__ import annotations
 
@@ -47,7 +51,7 @@ CURVE_FILE = "curve.csv"
 METRICS_FILE = "reward_training_metrics.csv"
 CURVE_COLUMNS = ("run", "agent_steps", "true_episode_return", "labels", "wall_time_s", "episode_length", "session")
 ARMS = ("drlhp", "true_reward")
-KEYS = ("game", "task", "arm", "seed", "label_budget", "labels", "agent_steps", "defaults", "variant",
+KEYS = ("game", "task", "arm", "seed", "label_budget", "labels", "agent_steps", "defaults", "variant", "teacher",
         "description", "commit", "command", "settings", "wall_time_s", "date", "curve", "reward_training_metrics",
         "reconstructed", "notes")
 
@@ -77,15 +81,24 @@ class Record:
                 "labels": np.array([int(r["labels"]) for r in rows])}
 
 
-def record_name(arm: str, seed: int, labels: int | None, variant: str = "defaults") -> str:
-    """A record folder's name, from what the run is: ``drlhp_seed1_3000labels``, ``true_reward_seed1``, and the
-    variant after them for a lever (``drlhp_seed0_3000labels_median-centre``)."""
+def record_name(arm: str, seed: int, labels: int | None, variant: str = "defaults", teacher: dict | None = None) -> str:
+    """A record folder's name, from what the run is: ``drlhp_seed1_3000labels``, ``true_reward_seed1``, a teacher
+    other than the perfect one after them (``drlhp_seed0_200labels_mistake-rate-0.1``), and the variant last for a
+    lever (``drlhp_seed0_3000labels_median-centre``)."""
     parts = [arm, f"seed{seed}"]
     if arm == "drlhp":
         parts.append(f"{labels}labels")
+    if teacher:
+        parts.append(teacher_name(teacher))
     if variant != "defaults":
         parts.append(variant)
     return "_".join(parts)
+
+
+def teacher_name(teacher: dict) -> str:
+    """A teacher in a name: ``mistake-rate-0.1``, ``mistake-rate-0.1-life-loss-penalty-1``."""
+    return "-".join(f"{name.replace('_', '-')}-{value if isinstance(value, str) else format(value, 'g')}"
+                    for name, value in teacher.items())
 
 
 def free_folder(task_dir: Path, name: str) -> Path:

@@ -39,8 +39,11 @@ from agent_checkpoint import (
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import VecEnv
+from standardised_reward import standardise_rewards
 
+from drlhp import SyntheticTeacher
 from drlhp.config import PreferenceConfig
+from drlhp.errors import ConfigError
 from drlhp.learning_curve import LearningCurveWriter, learning_curve_path, next_session
 from drlhp.sb3 import HumanPreferencesLogger, HumanPreferencesVecEnvWrapper, RelabelReplayBuffer
 
@@ -83,6 +86,14 @@ class Args:
     life_loss_penalty: float = field(default=0.0, metadata={
         "help": "Atari: the synthetic teacher counts each life lost as this many points against the clip (the "
                 "agent's score is unchanged); 0: the score alone"})
+    teacher_mistake_rate: float = field(default=SyntheticTeacher.mistake_rate, metadata={
+        "help": "the synthetic teacher answers this share of the pairs it prefers a clip of the wrong way round "
+                "(B-Pref's ordinary labeller: 0.1)"})
+    teacher_equal_threshold: float = field(default=SyntheticTeacher.equal_threshold, metadata={
+        "help": "the synthetic teacher answers 'equally good' when the clips' true returns differ by at most this"})
+    teacher_beta: float = field(default=SyntheticTeacher.beta, metadata={
+        "help": "the synthetic teacher's rationality: the clip with the larger true return wins with probability "
+                "sigmoid(beta * difference); inf: always"})
     reward_scale: float = field(default=PreferenceConfig.reward_scale, metadata={
         "help": "standard deviation of the predicted reward the agent gets (the paper: 0.05 on Atari, 1 in MuJoCo)"})
     reward_weight_average: float = field(default=PreferenceConfig.reward_predictor_weight_average or 0.0, metadata={
@@ -99,6 +110,10 @@ class Args:
         "help": "the labelling page's port with --web (0: any free port)"})
     true_reward: bool = field(default=False, metadata={
         "help": "baseline: train on the env's own reward, without drlhp"})
+    standardised_reward: bool = field(default=False, metadata={
+        "help": "with --true-reward, for an off-policy agent: the env's reward as drlhp scales its own (centred "
+                "by --reward-centre and scaled to --reward-scale over the rewards in the replay buffer), the "
+                "control that tells a better reward from a better-scaled one"})
     relabel: bool = field(default=True, metadata={
         "help": "an off-policy agent's replay buffer is relabelled with each newer reward checkpoint "
                 "(drlhp.sb3.RelabelReplayBuffer); on-policy agents have none"})
@@ -136,6 +151,17 @@ def parse_args(description: str, **defaults) -> Args:
         parser.error("--life-loss-penalty changes what the synthetic teacher counts, not the game's score: a "
                      "true-reward run learns from the score and a person judges a life lost themselves; drop it "
                      "there (benchmarks/learning_curves.py --baseline reuses a true-reward run of the defaults)")
+    teacher_flags = changed_teacher_flags(args)
+    if teacher_flags and (args.true_reward or args.human or args.web):
+        parser.error(f"{', '.join(teacher_flags)}: the synthetic teacher's settings; a true-reward run has no "
+                     "teacher and a person is their own: drop them there")
+    try:
+        teacher(args)
+    except ConfigError as e:
+        parser.error(f"the synthetic teacher (--teacher-...): {e}")
+    if args.standardised_reward and not args.true_reward:
+        parser.error("--standardised-reward is the true-reward run's control (drlhp scales its own reward): add "
+                     "--true-reward")
     if not 0 <= args.reward_weight_average < 1:
         parser.error("--reward-weight-average must be in [0, 1): e.g. 0.99, or 0 for the weights as trained")
     return args
@@ -165,6 +191,19 @@ class LifeLossPenalty(gymnasium.Wrapper):
             reward -= self.penalty
         self.lives = lives
         return observation, reward, terminated, truncated, info
+
+
+def changed_teacher_flags(args: Args) -> list[str]:
+    """The --teacher-... flags that make the synthetic teacher other than perfect."""
+    perfect = SyntheticTeacher()
+    return [f"--teacher-{name.replace('_', '-')}" for name in ("mistake_rate", "equal_threshold", "beta")
+            if getattr(args, f"teacher_{name}") != getattr(perfect, name)]
+
+
+def teacher(args: Args) -> SyntheticTeacher:
+    """How the synthetic labels are given: the perfect teacher unless a --teacher-... flag says otherwise."""
+    return SyntheticTeacher(beta=args.teacher_beta, mistake_rate=args.teacher_mistake_rate,
+                            equal_threshold=args.teacher_equal_threshold)
 
 
 def train_from_preferences(venv: VecEnv, args: Args, make_agent: Callable[[VecEnv, int], BaseAlgorithm],
@@ -199,7 +238,15 @@ def train_on_true_reward(venv: VecEnv, args: Args, make_agent: Callable[[VecEnv,
     # As many torch threads as drlhp gives the agent's process (whose other core is its trainer's), so that
     # the two runs compare like with like; more threads than free cores would also burn CPU spinning.
     torch.set_num_threads(PreferenceConfig().torch_threads)
-    logger = learn(make_agent(venv, args.seed), args, session)
+    agent = make_agent(venv, args.seed)
+    if args.standardised_reward:
+        try:
+            standardise_rewards(agent, args.reward_scale, args.reward_centre)
+        except ValueError as e:
+            venv.close()
+            print(f"error: {e}", file=sys.stderr)
+            sys.exit(2)
+    logger = learn(agent, args, session)
     venv.close()
     print(f"done (true reward, no drlhp): mean true return of the last {len(logger.returns)} episodes "
           f"{mean_or_na(logger.returns)}; logs in {args.log_dir}")
@@ -213,6 +260,7 @@ def wrapper_settings(args: Args) -> dict:
         labelling="web" if args.web else "terminal",
         web_port=args.web_port,
         n_initial_prefs=args.n_initial_prefs,
+        synthetic_teacher=teacher(args),
         label_budget=args.label_budget or None,
         label_schedule=args.label_schedule,
         label_schedule_steps=args.total_timesteps,

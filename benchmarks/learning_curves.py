@@ -147,8 +147,8 @@ def example_command(args: argparse.Namespace, example_args: list[str], run: str,
     if args.resume and finished(log_dir, args.total_timesteps):
         print(f"== {run}: finished in {log_dir}, skipped", flush=True)
         return None
-    cmd = [sys.executable, os.path.join(ROOT, "examples", EXAMPLES[args.example]), *example_args,
-           "--log-dir", log_dir]
+    own_args = without_teacher(example_args) if run == "true_reward" else example_args
+    cmd = [sys.executable, os.path.join(ROOT, "examples", EXAMPLES[args.example]), *own_args, "--log-dir", log_dir]
     if args.total_timesteps is not None:
         cmd += ["--total-timesteps", str(args.total_timesteps)]
     if run == "true_reward":
@@ -156,6 +156,19 @@ def example_command(args: argparse.Namespace, example_args: list[str], run: str,
     if args.resume and os.path.isdir(log_dir):
         cmd.append("--resume")
     return cmd
+
+
+def without_teacher(example_args: list[str]) -> list[str]:
+    """``example_args`` less the synthetic teacher's: the true-reward run of a pair has no teacher."""
+    kept, i = [], 0
+    while i < len(example_args):
+        arg = example_args[i]
+        if arg.split("=")[0] in TEACHER_ARGS:
+            i += 1 if "=" in arg else 2
+        else:
+            kept.append(arg)
+            i += 1
+    return kept
 
 
 def run_commands(commands: dict[str, list]) -> None:

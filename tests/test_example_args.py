@@ -73,3 +73,26 @@ def test_a_life_loss_penalty_on_an_env_without_lives_is_refused_before_the_run_s
     assert stopped.value.code == 2
     assert "drlhp/MovingDot-v0 as this example makes it has no lives to count" in capsys.readouterr().err
     assert not log_dir.exists()
+
+
+def test_the_teachers_flags_reach_drlhps_synthetic_teacher(monkeypatch):
+    from drlhp import SyntheticTeacher
+
+    assert settings_for(monkeypatch)["synthetic_teacher"] == SyntheticTeacher()  # the perfect teacher
+    settings = settings_for(monkeypatch, "--teacher-mistake-rate", "0.1", "--teacher-equal-threshold", "0.5",
+                            "--teacher-beta", "2")
+    assert settings["synthetic_teacher"] == SyntheticTeacher(beta=2.0, mistake_rate=0.1, equal_threshold=0.5)
+    assert PreferenceConfig(**settings).synthetic_teacher.mistake_rate == 0.1
+
+
+@pytest.mark.parametrize("argv, problem", [
+    (("--teacher-mistake-rate", "1.5"), "mistake_rate must be in [0, 1]"),
+    (("--teacher-beta", "0"), "beta must be > 0"),
+    (("--teacher-mistake-rate", "0.1", "--true-reward"), "--teacher-mistake-rate: the synthetic teacher's settings"),
+    (("--teacher-equal-threshold", "1", "--web"), "a person is their own"),
+    (("--standardised-reward",), "--standardised-reward is the true-reward run's control"),
+])
+def test_a_teacher_or_control_that_cannot_apply_is_refused_with_the_fix(monkeypatch, capsys, argv, problem):
+    with pytest.raises(SystemExit):
+        settings_for(monkeypatch, *argv)
+    assert problem in capsys.readouterr().err

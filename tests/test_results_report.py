@@ -145,3 +145,43 @@ def test_a_tasks_ab_lever_is_an_arm_of_its_own_beside_the_defaults_and_leaves_th
     assert "drlhp with `--no-relabel`, ≤ 700 labels | 3 (0, 1, 2) |" in row and "**0.25** [" in row
     levers = blocks["levers"].splitlines()[2:]
     assert len(levers) == 1 and "--no-ensemble" in levers[0]  # another lever stays a lever
+
+
+def test_each_teacher_and_label_budget_is_an_arm_of_its_own_and_the_readme_says_what_a_fallible_one_gives(tmp_path):
+    task, random = "halfcheetah_sac", results_report.TASKS["halfcheetah_sac"].random_return
+    sac = {"task": task, "steps": 300_000}
+    true = {**sac, "label_budget": None, "labels": None}
+
+    def ends(normalised: float) -> list[float]:
+        return [random] * 30 + [random + normalised * (1000.0 - random)] * 20
+
+    record(tmp_path, "true_reward_seed0", "true_reward", 0, ends(1.0), **true)
+    record(tmp_path, "true_reward_seed0_standardised-reward", "true_reward", 0, ends(1.5), defaults=False,
+           variant="standardised-reward", **true)
+    record(tmp_path, "drlhp_seed0_700labels", "drlhp", 0, ends(1.2), **sac, label_budget=700, labels=700)
+    for seed, end in enumerate([0.8, 0.9, 0.7]):
+        record(tmp_path, f"drlhp_seed{seed}_200labels_mistake-rate-0.1", "drlhp", seed, ends(end), **sac,
+               label_budget=200, labels=200, teacher={"mistake_rate": 0.1})
+    record(tmp_path, "drlhp_seed0_700labels_mistake-rate-0.3", "drlhp", 0, ends(0.5), **sac, label_budget=700,
+           labels=700, teacher={"mistake_rate": 0.3})
+    # A lever taught by the fallible teacher is a lever, not the A/B arm of the perfect one.
+    record(tmp_path, "drlhp_seed0_200labels_mistake-rate-0.1_no-relabel", "drlhp", 0, ends(0.1), **sac,
+           label_budget=200, labels=200, teacher={"mistake_rate": 0.1}, defaults=False, variant="no-relabel")
+    records = read_records(tmp_path)
+
+    arms = results_report.results(records, task)
+    assert list(arms) == ["drlhp", "true_reward", "standardised-reward", "200labels_mistake-rate-0.1",
+                          "700labels_mistake-rate-0.3"]
+    np.testing.assert_allclose(arms["200labels_mistake-rate-0.1"].normalised, [0.8, 0.9, 0.7])
+    np.testing.assert_allclose(arms["standardised-reward"].normalised, [1.5])  # scored against the true reward's
+    np.testing.assert_allclose(arms["drlhp"].normalised, [1.2])
+    blocks = results_report.tables(records)
+    rows = blocks["mujoco"].splitlines()
+    assert any("| drlhp, ≤ 200 labels, teacher: mistake rate 0.1 | 3 (0, 1, 2) |" in row for row in rows)
+    assert any("| true reward with `--standardised-reward` | 1 (0) |" in row and "1.50" in row for row in rows)
+    levers = blocks["levers"].splitlines()[2:]
+    assert len(levers) == 1 and "mistake-rate-0.1_no-relabel" in levers[0]
+    sentence = blocks["fallible"]
+    assert ("HalfCheetah (SAC) ≤ 200 labels, teacher: mistake rate 0.1: **0.80** [" in sentence
+            and "(3 runs)" in sentence and "mistake rate 0.3: **0.50**" in sentence)
+    assert "no run taught by a fallible one" in results_report.tables(records[:3])["fallible"]

@@ -14,7 +14,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT / "examples"))
 import run_records  # noqa: E402  (the benchmarks' own module, from benchmarks/)
 from agent_checkpoint import load_agent_state  # noqa: E402  (the examples' own module, from examples/)
-from learning_curves import changed_defaults, drlhp_settings, launches_of  # noqa: E402
+from learning_curves import changed_defaults, drlhp_settings, launches_of, teacher_of  # noqa: E402
 from run_records import RecordError, free_folder, read_records, record_name, write_record  # noqa: E402
 
 ROW = {"run": "drlhp", "agent_steps": 100, "true_episode_return": 1.5, "labels": 8, "wall_time_s": 3.0,
@@ -28,6 +28,11 @@ def a_record(**changes) -> dict:
 
 def test_a_record_folder_is_named_by_what_the_run_is_and_a_repeat_gets_a_number(tmp_path):
     assert record_name("drlhp", 1, 3000) == "drlhp_seed1_3000labels"
+    assert record_name("drlhp", 0, 200, "no-relabel", {"mistake_rate": 0.1, "beta": "inf"}) == (
+        "drlhp_seed0_200labels_mistake-rate-0.1-beta-inf_no-relabel")
+    assert teacher_of({"teacher_mistake_rate": 0.3, "teacher_beta": "inf", "life_loss_penalty": 2.0}) == {
+        "mistake_rate": 0.3, "life_loss_penalty": 2.0}
+    assert teacher_of({"seed": 0}) == {}  # a run from before the teacher's flags: the perfect teacher
     assert record_name("true_reward", 2, 3000) == "true_reward_seed2"
     assert record_name("drlhp", 0, 1000, "median-centre") == "drlhp_seed0_1000labels_median-centre"
     write_record(free_folder(tmp_path, "drlhp_seed0_40labels"), a_record(), [ROW])
@@ -51,8 +56,9 @@ def test_records_are_read_back_and_an_incomplete_one_names_what_it_lacks(tmp_pat
         read_records(tmp_path)
 
 
-def test_only_the_label_budget_seed_and_bookkeeping_leave_a_run_on_the_defaults():
+def test_only_the_label_budget_seed_bookkeeping_and_the_teacher_leave_a_run_on_the_defaults():
     assert changed_defaults(["--label-budget", "3000", "--seed=1", "--keep-agents", "--save-every", "0"]) == []
+    assert changed_defaults(["--teacher-mistake-rate", "0.1", "--teacher-beta=2", "--life-loss-penalty", "1"]) == []
     assert changed_defaults(["--label-budget", "3000", "--reward-centre", "median", "--no-reward-net-batchnorm",
                              "--n-initial-prefs=250"]) == ["--reward-centre median", "--no-reward-net-batchnorm",
                                                            "--n-initial-prefs=250"]
@@ -86,7 +92,7 @@ def test_a_record_takes_the_command_that_started_its_own_arm_when_the_arms_of_on
 def test_learning_curves_records_each_finished_run_once_with_its_command_commit_and_settings(tmp_path):
     out, results = tmp_path / "lc", tmp_path / "results"
     tiny = ["--n-envs", "2", "--segment-length", "5", "--n-initial-prefs", "8", "--n-initial-training-steps", "4",
-            "--label-budget", "40", "--save-every", "0"]
+            "--label-budget", "40", "--save-every", "0", "--teacher-mistake-rate", "0.2"]
     run_learning_curves("--example", "moving_dot", "--out", str(out), "--total-timesteps", "256",
                         "--record", str(results), *tiny)
     records = {r["arm"]: r for r in read_records(results)}
@@ -96,6 +102,11 @@ def test_learning_curves_records_each_finished_run_once_with_its_command_commit_
     assert drlhp.folder.name.startswith("drlhp_seed0_40labels_") and true_reward.folder.name.startswith(
         "true_reward_seed0_")  # not the defaults: the variant names what the command changed
     assert not drlhp["defaults"] and "--segment-length 5" in drlhp["description"]
+    # The teacher is named apart from drlhp's settings: in the folder's name and under "teacher", not in the variant.
+    assert drlhp.folder.name.startswith("drlhp_seed0_40labels_mistake-rate-0.2_") and "mistake" not in drlhp["variant"]
+    assert drlhp["teacher"] == {"mistake_rate": 0.2} and true_reward["teacher"] is None
+    assert drlhp["settings"]["drlhp"]["synthetic_teacher"]["mistake_rate"] == 0.2
+    assert drlhp["settings"]["example"]["teacher_beta"] == "inf"  # strict JSON: the perfect rationality by name
     assert (drlhp["game"], drlhp["task"], drlhp["agent_steps"], drlhp["label_budget"]) == (
         "drlhp/MovingDot-v0", "moving_dot", 256, 40)
     assert 8 <= drlhp["labels"] <= 40 and true_reward["labels"] is None

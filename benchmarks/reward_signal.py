@@ -105,14 +105,19 @@ GAMMA = 0.99  # the examples' PPO discount
 WINDOWS = (25, 100)
 SHAPING_LAGS = 50  # steps either side of a point that a shaping of the true reward may spread credit over
 ENDING_STEPS = 20  # an episode's last steps that ``ending`` compares: a Seaquest collision to the life lost
+MUJOCO_EXAMPLES = ("halfcheetah_sac", "hopper_sac")
 
 
 # -- record ------------------------------------------------------------------------------------------------------
 
 def record(agent_dir: str, out: str, agents: list[int] | None, steps: int, seed: int, example: str = "pong") -> None:
     """Play each saved agent for ``steps`` agent steps in one env of an Atari example (``examples/<example>_ppo.py``:
-    its score blanked as the run had it); save its observations and rewards."""
+    its score blanked as the run had it) or a MuJoCo one (``examples/<example>.py``); save its observations and
+    rewards."""
     sys.path.insert(0, os.path.join(ROOT, "examples"))
+    if example in MUJOCO_EXAMPLES:
+        record_mujoco(agent_dir, out, agents, steps, seed, example)
+        return
     from agent_checkpoint import load_agent_state, restore_agent
     from pong_ppo import make_agent, make_atari
 
@@ -148,6 +153,36 @@ def record(agent_dir: str, out: str, agents: list[int] | None, steps: int, seed:
               f"{1000 * np.sum(rewards) / steps:+.1f}, {os.path.getsize(name) / 1e6:.1f} MB", flush=True)
 
 
+def record_mujoco(agent_dir: str, out: str, agents: list[int] | None, steps: int, seed: int, example: str) -> None:
+    """``record`` for a MuJoCo example's SAC agents: the observations are flat vectors, kept as they are."""
+    from agent_checkpoint import load_agent_state
+    from halfcheetah_sac import make_agent, make_mujoco
+
+    module = importlib.import_module(example)
+    os.makedirs(out, exist_ok=True)
+    for step, path in kept_agents(agent_dir, agents):
+        venv = make_mujoco(module.ENV_ID, 1, seed, **getattr(module, "ENV_KWARGS", {}))
+        agent = make_agent(venv, seed)
+        agent.policy.load_state_dict(load_agent_state(path)["policy"])  # the policy is all that plays
+        obs = venv.reset()
+        observations, rewards, episodes = [], [], []
+        episode = 0
+        for _ in range(steps):
+            action, _ = agent.predict(obs, deterministic=False)
+            obs, reward, done, info = venv.step(action)
+            observations.append(info[0]["terminal_observation"] if done[0] else obs[0])
+            rewards.append(float(reward[0]))
+            episodes.append(episode)
+            episode += int(done[0])
+        venv.close()
+        name = os.path.join(out, f"agent_{step}.npz")
+        np.savez_compressed(name, observations=np.array(observations, np.float32),
+                            rewards=np.array(rewards, np.float32), episodes=np.array(episodes, np.int32),
+                            agent_steps=step, seed=seed)
+        print(f"{name}: {steps} steps, {episode} complete episodes, true return per 1k steps "
+              f"{1000 * np.sum(rewards) / steps:+.1f}", flush=True)
+
+
 def kept_agents(agent_dir: str, wanted: list[int] | None) -> list[tuple[int, str]]:
     """``(agent steps, path)`` of the ``agent_<steps>.pt`` files in ``agent_dir``: those nearest ``wanted``."""
     found = {int(m.group(1)): p for p in glob.glob(os.path.join(agent_dir, "agent_*.pt"))
@@ -169,7 +204,8 @@ class Recording:
         with np.load(path) as data:  # plain arrays: np.load runs no code without allow_pickle
             self.rewards, self.episodes = data["rewards"], data["episodes"]
             self.agent_steps = int(data["agent_steps"])
-            self.frames = frame_stacks(data["newest"], data["first_stacks"], data["episode_starts"])
+            self.frames = (data["observations"] if "observations" in data.files else
+                           frame_stacks(data["newest"], data["first_stacks"], data["episode_starts"]))
         self.frames[:, :blank_rows] = 0  # as the examples' BlankScore does to what a run's network sees
         self.name = os.path.basename(path)[:-len(".npz")]
 
@@ -204,10 +240,10 @@ def load_recordings(directory: str, blank_rows: int = 0) -> list[Recording]:
 # -- labels ------------------------------------------------------------------------------------------------------
 
 def make_labels(policies: str, out: str, n_labels: int, length: int, weights: list[float] | None, seed: int,
-                drop_ties: bool = False, blank_rows: int = 0) -> None:
+                drop_ties: bool = False, blank_rows: int = 0, mistake_rate: float = 0.0) -> None:
     """Pairs of clips from the recordings (policy ``i`` drawn with probability ``weights[i]``), labelled by a
-    perfect synthetic teacher (``drop_ties``: pairs it calls equally good are not kept), saved as a database
-    ``drlhp train-reward`` reads."""
+    synthetic teacher who answers ``mistake_rate`` of them the wrong way round (``drop_ties``: pairs it calls
+    equally good are not kept), saved as a database ``drlhp train-reward`` reads."""
     from drlhp.clips.segments import Segment
     from drlhp.labelling.protocols import SyntheticTeacher
     from drlhp.labels.database import PrefBuffer
@@ -216,7 +252,7 @@ def make_labels(policies: str, out: str, n_labels: int, length: int, weights: li
     weights = weights or [1.0] * len(recordings)
     if len(weights) != len(recordings):
         sys.exit(f"error: {len(weights)} weights for {len(recordings)} recordings")
-    rng, teacher = random.Random(seed), SyntheticTeacher()
+    rng, teacher = random.Random(seed), SyntheticTeacher(mistake_rate=mistake_rate)
     clips = [(r, c) for r in recordings for c in r.clips(length)]
     by_policy = [[c for c in clips if c[0] is r] for r in recordings]
     buffer = PrefBuffer(n_labels, 0.2)
@@ -510,8 +546,8 @@ def main() -> None:
     rec.add_argument("--agents", type=int, nargs="*", help="agent steps of the agents to play (nearest kept)")
     rec.add_argument("--steps", type=int, default=3000, help="agent steps to play each (default: 3000)")
     rec.add_argument("--seed", type=int, default=100, help="env and policy seed (default: 100, not a run's)")
-    rec.add_argument("--example", choices=("pong", "breakout", "seaquest"), default="pong",
-                     help="the Atari example the agents were trained with (default: pong)")
+    rec.add_argument("--example", choices=("pong", "breakout", "seaquest", *MUJOCO_EXAMPLES), default="pong",
+                     help="the example the agents were trained with (default: pong)")
     lab = sub.add_parser("labels", help="synthetic labels of clips of the recordings")
     lab.add_argument("policies", help="a directory of recordings")
     lab.add_argument("--out", required=True)
@@ -521,6 +557,8 @@ def main() -> None:
                      help="how often each policy's clips are drawn, in the order of their agent steps (default: even)")
     lab.add_argument("--seed", type=int, default=0)
     lab.add_argument("--drop-ties", action="store_true", help="keep only pairs with a better clip")
+    lab.add_argument("--mistake-rate", type=float, default=0.0,
+                     help="the teacher answers this share of the pairs the wrong way round (default: 0, perfect)")
     mea = sub.add_parser("measure", help="score reward checkpoints on the recordings")
     mea.add_argument("checkpoints", nargs="+", help="reward_predictor.ckpt files, their directories or log_dirs")
     mea.add_argument("--policies", required=True, help="a directory of recordings")
@@ -554,7 +592,7 @@ def main() -> None:
                args.interval, args.switches, args.seed)
     elif args.command == "labels":
         make_labels(args.policies, args.out, args.labels, args.segment_length, args.weights, args.seed, args.drop_ties,
-                    args.blank_rows)
+                    args.blank_rows, args.mistake_rate)
     elif args.command == "centres":
         for run_dir in args.run_dirs:
             centres(run_dir, args.clips, args.seed)

@@ -161,6 +161,13 @@ class PreferenceConfig:
             mean of their normalised rewards. 1 (the default): a single network.
         noise_prob: assumed probability that a label is a uniformly random answer
             (Christiano et al. use 0.1); 0 is the plain Bradley-Terry model.
+        estimate_noise_prob: refit that probability at each checkpoint to the validation labels
+            (maximum likelihood under the network's predictions), never below ``noise_prob``: a
+            labeller who errs more is trusted less (``drlhp.reward.label_noise``).
+        label_filter: at each checkpoint the network judges every training pair, and a pair whose
+            label it gives a probability below this (e.g. 0.1) is left out of training until a
+            later checkpoint trusts it again (RIME's trusted samples, Cheng et al. 2024,
+            simplified). None: every label is trained on.
         reward_scale: standard deviation of the returned predicted reward.
             0.05, the paper's Atari value, keeps per-step rewards near the scale of
             clipped Atari rewards summed over a clip.
@@ -250,6 +257,8 @@ class PreferenceConfig:
     adaptive_l2: bool = True
     ensemble_size: int = DEFAULT_ENSEMBLE_SIZE
     noise_prob: float = 0.1
+    estimate_noise_prob: bool = False
+    label_filter: float | None = None
     reward_scale: float = 0.05
     reward_centre: RewardCentre = DEFAULT_REWARD_CENTRE
     labeller: Labeller | None = None
@@ -317,6 +326,9 @@ def _check(c: PreferenceConfig) -> None:
     need(c.segment_length >= 1, f"segment_length must be >= 1, got {c.segment_length}")
     need(0.0 <= c.val_fraction < 1.0, f"val_fraction must be in [0, 1), got {c.val_fraction}")
     need(0.0 <= c.noise_prob < 1.0, f"noise_prob must be in [0, 1), got {c.noise_prob}")
+    need(c.label_filter is None or 0.0 < c.label_filter < 0.5,
+         f"label_filter must be in (0, 0.5), the probability below which a label is left out (e.g. 0.1), or None "
+         f"to train on every label; got {c.label_filter}")
     need(0.0 <= c.reward_predictor_dropout < 1.0, "reward_predictor_dropout must be in [0, 1)")
     need(c.reward_scale > 0, f"reward_scale must be > 0, got {c.reward_scale}")
     for name in ("n_initial_prefs", "n_initial_training_steps"):

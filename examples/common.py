@@ -99,6 +99,12 @@ class Args:
     reward_weight_average: float = field(default=PreferenceConfig.reward_predictor_weight_average or 0.0, metadata={
         "help": "decay of the moving average of the reward network's weights that its checkpoints hold (0: the "
                 "weights as trained)"})
+    estimate_noise_prob: bool = field(default=PreferenceConfig.estimate_noise_prob, metadata={
+        "help": "refit the share of random answers the reward model assumes to the validation labels at each "
+                "checkpoint (never below drlhp's noise_prob)"})
+    label_filter: float = field(default=PreferenceConfig.label_filter or 0.0, metadata={
+        "help": "leave out training pairs whose label the reward network gives a probability below this, judged "
+                "at each checkpoint (RIME's trusted samples; 0: every label is trained on)"})
     n_initial_training_steps: int = field(default=PreferenceConfig.n_initial_training_steps, metadata={
         "help": "reward-training steps before the agent gets the predicted reward"})
     log_every: int = field(default=2_000, metadata={"help": "print progress every this many agent steps"})
@@ -272,6 +278,8 @@ def wrapper_settings(args: Args) -> dict:
         reward_centre=args.reward_centre,
         reward_scale=args.reward_scale,
         reward_predictor_weight_average=args.reward_weight_average or None,
+        estimate_noise_prob=args.estimate_noise_prob,
+        label_filter=args.label_filter or None,
         n_initial_training_steps=args.n_initial_training_steps,
         log_dir=args.log_dir,
         resume=args.resume,

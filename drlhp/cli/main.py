@@ -199,6 +199,11 @@ def build_parser() -> argparse.ArgumentParser:
     _setting(p, settings, "--no-adaptive-l2", "adaptive_l2", action="store_false",
              help="keep the L2 penalty fixed instead of steering val/train loss into 1.1-1.5")
     _setting(p, settings, "--noise-prob", "noise_prob", type=float, help="assumed share of random answers")
+    _setting(p, settings, "--estimate-noise-prob", "estimate_noise_prob", action="store_true",
+             help="refit the share of random answers to the validation labels at each checkpoint (at least "
+                  "--noise-prob)")
+    _setting(p, settings, "--label-filter", "label_filter", type=float,
+             help="leave out training pairs whose label the network gives a probability below this")
     _setting(p, settings, "--val-fraction", "val_fraction", type=float,
              help="used to route journaled labels not yet in a snapshot")
     _setting(p, settings, "--seed", "seed", type=int,

@@ -22,6 +22,7 @@ from drlhp.errors import NoLabelsError
 from drlhp.labels.database import PrefDB
 from drlhp.reward.augment import Augmentation
 from drlhp.reward.bootstrap import member_batches
+from drlhp.reward.label_noise import LabelFilter, estimate_noise_prob, label_probabilities
 from drlhp.reward.normaliser import DEFAULT_REWARD_CENTRE, MIN_STD, RewardCentre, RewardNormaliser, centre_gap
 from drlhp.reward.optimiser import RewardOptimiser, adapted_l2
 from drlhp.reward.predictor import NetConfig, RewardPredictor, check_checkpoint_frames
@@ -57,6 +58,8 @@ class LearnerConfig:
     seed: int | None
     device: str
     weight_average: float | None  # the decay of the weights' average that checkpoints hold (None: the weights)
+    estimate_noise_prob: bool  # refit noise_prob to the validation labels at each checkpoint (label_noise)
+    label_filter: float | None  # leave out training pairs whose label the network finds less likely than this
     n_val_pairs: int = 128  # validation pairs scored at each checkpoint
     n_normaliser_clips: int = 512  # clips the normaliser is fitted on (fit_normaliser)
 
@@ -78,6 +81,8 @@ class Evaluation:
     raw_reward_centre: float  # the normaliser's (the raw reward it maps to 0), averaged over the members
     raw_reward_std: float
     centre_gap: float  # the members' mean (mean - median) / std of the raw reward (normaliser.centre_gap)
+    noise_prob: float = float("nan")  # the share of random answers the loss assumes from here
+    pairs_left_out: int = 0  # training pairs the label filter leaves out from here
 
 
 class Learner:
@@ -100,6 +105,7 @@ class Learner:
         self._rate_clock = time.monotonic()
         self._warned_flat = False
         self._centre_gaps = np.full(1, np.nan)  # of the last normaliser fitted
+        self.label_filter = LabelFilter(config.label_filter) if config.label_filter is not None else None
 
     def _load(self, pretrained_ckpt: str | None, resume: bool) -> RewardOptimiser:
         c = self.config
@@ -139,7 +145,7 @@ class Learner:
             raise NoLabelsError("no training pairs to train the reward network on")
         c, evaluations = self.config, []
         for _ in range(n_steps):
-            idx = member_batches(train_db.prefs, self.optimiser.n_members, c.batch_size, self.rng, c.seed or 0)
+            idx = self._batch_indices(train_db)
             loss, acc = self.optimiser.train_step(*_by_member(train_db, idx), self._unlabelled(train_db))
             self._recent["loss"].append(loss)
             self._recent["accuracy"].append(acc)
@@ -151,6 +157,16 @@ class Learner:
             if self.step % c.ckpt_interval == 0 or self.step == c.first_ckpt_step:
                 evaluations.append(self.checkpoint(train_db, val_db))
         return evaluations
+
+    def _batch_indices(self, db: PrefDB) -> np.ndarray:
+        """Each member's batch ``(M, batch)`` of indices into ``db``: of the pairs the label filter trusts, if any
+        (all if it trusts none)."""
+        c = self.config
+        trusted = self.label_filter.trusted(db) if self.label_filter is not None else None
+        if trusted is None or not 0 < len(trusted) < len(db):
+            return member_batches(db.prefs, self.optimiser.n_members, c.batch_size, self.rng, c.seed or 0)
+        pairs = [db.prefs[i] for i in trusted]
+        return trusted[member_batches(pairs, self.optimiser.n_members, c.batch_size, self.rng, c.seed or 0)]
 
     def _unlabelled(self, db: PrefDB) -> tuple[np.ndarray, np.ndarray] | None:
         """For pseudo-labels: each member's new pairings of the training clips, ``(M, batch, length, ...)`` each."""
@@ -180,6 +196,7 @@ class Learner:
         with self.average.applied(self.predictor.net) if self.average is not None else nullcontext():
             self._fit_normaliser(train_db)
             self.predictor.save(self.files.checkpoint)
+            self._judge_labels(train_db, val_db)
             if evaluate and len(val_db):
                 val_loss, val_acc = self.optimiser.evaluate(self._batches(val_db))
                 if self.config.adaptive_l2:
@@ -191,10 +208,20 @@ class Learner:
             self.step, len(train_db), len(val_db), float(np.mean(self._recent["loss"] or [np.nan])),
             _mean_ignoring_nan(self._recent["accuracy"]), val_loss, val_acc, self.optimiser.weight_decay,
             self._pairs_trained / max(now - self._rate_clock, 1e-9), float(np.mean(normaliser.centre)),
-            float(np.mean(normaliser.std)), float(np.mean(self._centre_gaps)))
+            float(np.mean(normaliser.std)), float(np.mean(self._centre_gaps)), self.optimiser.noise_prob,
+            self.label_filter.n_left_out if self.label_filter is not None else 0)
         self._recent = {"loss": [], "accuracy": []}
         self._pairs_trained, self._rate_clock = 0, now
         return evaluation
+
+    def _judge_labels(self, train_db: PrefDB, val_db: PrefDB) -> None:
+        """The label-noise levers at a checkpoint, judged by the network it holds: the share of random answers the
+        validation labels suggest, and which training pairs to leave out (``drlhp.reward.label_noise``)."""
+        if self.config.estimate_noise_prob and len(val_db):
+            self.optimiser.noise_prob = estimate_noise_prob(
+                *label_probabilities(self.optimiser.pair_returns, val_db), floor=self.config.noise_prob)
+        if self.label_filter is not None:
+            self.label_filter.judge(label_probabilities(self.optimiser.pair_returns, train_db)[0], train_db)
 
     def _fit_normaliser(self, db: PrefDB) -> None:
         """A fixed centre (0) and std over frames of the labelled clips, so the agent's reward keeps its scale as the

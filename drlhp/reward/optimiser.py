@@ -205,6 +205,15 @@ class RewardOptimiser:
         self.pseudo_label_fraction = confident / max(1, frames_a.shape[0] * n)
 
     @torch.inference_mode()
+    def pair_returns(self, frames_a: np.ndarray, frames_b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Every member's returns ``(n, M)`` of each side of the pairs ``(n, length, ...)``, without dropout."""
+        self.predictor.net.eval()
+        sides = [tuple(r.cpu().numpy() for r in self._shared_returns(frames_a[part], frames_b[part]))
+                 for part in self._passes(len(frames_a), frames_a.shape[1])]
+        return (np.concatenate([a for a, _ in sides]).astype(np.float64),
+                np.concatenate([b for _, b in sides]).astype(np.float64))
+
+    @torch.inference_mode()
     def evaluate(self, batches: Iterable[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> tuple[float, float]:
         """(loss, accuracy) over all pairs of ``batches`` (frames_a, frames_b, labels), without dropout or gradient.
 

@@ -1,0 +1,92 @@
+"""Labels that are sometimes wrong: how likely the reward network finds each label, the share of random answers
+that best explains the validation labels, and a filter that leaves out the training pairs it finds least likely.
+
+A person answers some pairs the wrong way round (B-Pref, Lee et al. 2021, takes one in ten as an ordinary
+labeller's rate). The preference model already allows for it: a label is a random answer with probability
+``noise_prob`` (Christiano et al. 2017: 0.1), so a wrong label costs at most ``-ln(noise_prob / 2)``. Two levers
+act on what is left:
+
+- ``estimate_noise_prob``: ``noise_prob`` refitted at each checkpoint to the validation labels (pairs the network
+  never trained on) by maximum likelihood, never below the configured value;
+- ``label_filter``: RIME's trusted-sample selection (Cheng et al., ICML 2024), simplified: at each checkpoint the
+  network judges every training pair, and a pair whose label it gives a probability below ``label_filter`` is left
+  out of training until a later checkpoint trusts it again. A tie ("equally good") is never left out.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import numpy as np
+
+from drlhp.labels.database import PrefDB
+
+#: Pairs judged a forward pass at a time (as the optimiser's evaluation batches).
+JUDGE_BATCH = 64
+#: The highest share of random answers an estimate may reach: above it labels say almost nothing.
+MAX_NOISE_PROB = 0.9
+
+
+def label_probabilities(returns: Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]], db: PrefDB,
+                        indices: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Each member's Bradley-Terry probability of each pair's label ``(n, M)``, and the labels ``(n,)``, for the pairs
+    ``indices`` of ``db`` (all by default). ``returns(frames_a, frames_b)``: every member's clip returns ``(n, M)``
+    of each side. A tie's probability is 0.5 whatever the network says."""
+    indices = np.arange(len(db)) if indices is None else indices
+    probabilities, labels = [], []
+    for frames_a, frames_b, batch_labels in _batches(db, indices):
+        ra, rb = returns(frames_a, frames_b)
+        p_a = 1.0 / (1.0 + np.exp(-(ra - rb)))
+        label = batch_labels[:, None]
+        probabilities.append(np.where(label == 0.5, 0.5, label * p_a + (1 - label) * (1 - p_a)))
+        labels.append(batch_labels)
+    m = probabilities[0].shape[1] if probabilities else 1
+    return (np.concatenate(probabilities) if probabilities else np.empty((0, m)),
+            np.concatenate(labels) if labels else np.empty(0))
+
+
+def _batches(db: PrefDB, indices: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    for i in range(0, len(indices), JUDGE_BATCH):
+        yield db.batch(indices[i:i + JUDGE_BATCH])
+
+
+def estimate_noise_prob(probabilities: np.ndarray, labels: np.ndarray, floor: float) -> float:
+    """The share of random answers ``eps`` that makes the strict labels likeliest under the network's probabilities
+    ``(n, M)`` of them, ``P = (1 - eps) p + eps / 2``, averaged over members; at least ``floor``. ``floor`` when
+    there is no strict label to go by."""
+    strict = labels != 0.5
+    if not strict.any():
+        return floor
+    p = probabilities[strict]
+    grid = np.linspace(floor, MAX_NOISE_PROB, 1 + round((MAX_NOISE_PROB - floor) / 0.005))
+    log_likelihood = [np.log((1 - eps) * p + eps / 2).mean() for eps in grid]
+    return float(grid[int(np.argmax(log_likelihood))])
+
+
+class LabelFilter:
+    """Which training pairs the network trusts: ``judge`` at each checkpoint, ``trusted`` between. A pair is known by
+    its two clips' ids, so the verdicts outlive the database's growth and evictions; a pair not yet judged (it
+    arrived since the last checkpoint) is trusted."""
+
+    def __init__(self, threshold: float) -> None:
+        if not 0.0 < threshold < 0.5:
+            raise ValueError(f"label_filter must be in (0, 0.5): the probability below which a label is left out, "
+                             f"got {threshold}")
+        self.threshold = threshold
+        self._distrusted: set[tuple[int, int]] = set()
+
+    def judge(self, probabilities: np.ndarray, db: PrefDB) -> None:
+        """Distrust each pair of ``db`` whose label the members give, on average, a probability below the threshold
+        (``probabilities`` ``(len(db), M)`` from :func:`label_probabilities`)."""
+        low = probabilities.mean(axis=1) < self.threshold
+        self._distrusted = {(a, b) for (a, b, _), out in zip(db.prefs, low) if out}
+
+    def trusted(self, db: PrefDB) -> np.ndarray:
+        """Indices of ``db``'s pairs to train on."""
+        if not self._distrusted:
+            return np.arange(len(db))
+        return np.array([i for i, (a, b, _) in enumerate(db.prefs) if (a, b) not in self._distrusted], dtype=np.int64)
+
+    @property
+    def n_left_out(self) -> int:
+        """Pairs distrusted at the last judgement."""
+        return len(self._distrusted)

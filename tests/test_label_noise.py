@@ -1,0 +1,73 @@
+"""Labels that are sometimes wrong: the share of random answers estimated from the validation labels, and the filter
+that leaves out the training pairs the network finds least likely."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from test_learner import FEATURES, LENGTH, settings
+
+from drlhp.clips.segments import Segment
+from drlhp.labels.database import PrefBuffer
+from drlhp.reward.label_noise import LabelFilter, estimate_noise_prob
+from drlhp.reward.learner import Learner
+
+
+@pytest.mark.parametrize("noise", [0.0, 0.2, 0.6])
+def test_the_estimate_recovers_the_share_of_random_answers_that_made_the_labels(noise):
+    rng = np.random.default_rng(0)
+    p_a = 1 / (1 + np.exp(-rng.normal(0, 3, size=20_000)))  # the network's P(a preferred), the truth here
+    random_answer = rng.random(p_a.size) < noise
+    labels = np.where(random_answer, rng.random(p_a.size) < 0.5, rng.random(p_a.size) < p_a).astype(float)
+    p_label = np.where(labels == 1, p_a, 1 - p_a)[:, None]
+    assert estimate_noise_prob(p_label, labels, floor=0.0) == pytest.approx(noise, abs=0.03)
+    assert estimate_noise_prob(p_label, labels, floor=0.1) == pytest.approx(max(noise, 0.1), abs=0.03)
+
+
+def test_ties_say_nothing_of_the_noise_and_without_strict_labels_the_floor_stays():
+    assert estimate_noise_prob(np.full((5, 1), 0.5), np.full(5, 0.5), floor=0.1) == 0.1
+    confident_and_right = estimate_noise_prob(np.array([[0.99], [0.99], [0.5]]), np.array([1.0, 0.0, 0.5]), 0.0)
+    assert confident_and_right == 0.0
+
+
+def noisy_labels(n_pairs: int, mistake_rate: float, seed: int) -> tuple[PrefBuffer, set[tuple[int, int]]]:
+    """Pairs whose true reward is the first feature, a share of them labelled the wrong way round; and those."""
+    rng = np.random.default_rng(seed)
+    buffer, wrong = PrefBuffer(10_000, 0.25), set()
+    for i in range(n_pairs):
+        a, b = (Segment(2 * i + k, rng.normal(size=(LENGTH, FEATURES)).astype(np.float32), np.zeros(LENGTH))
+                for k in (0, 1))
+        label = float(a.frames[:, 0].sum() > b.frames[:, 0].sum())
+        if rng.random() < mistake_rate:
+            label, _ = 1.0 - label, wrong.add((a.seg_id, b.seg_id))
+        buffer.add(a, b, label)
+    return buffer, wrong
+
+
+def test_the_filter_leaves_out_mostly_wrong_labels_and_the_estimate_rises_with_them(tmp_path):
+    torch.manual_seed(0)
+    labels, wrong = noisy_labels(400, mistake_rate=0.3, seed=4)
+    learner = Learner(settings(label_filter=0.2, estimate_noise_prob=True, noise_prob=0.1), str(tmp_path))
+    last = learner.train(200, labels.train_db, labels.val_db)[-1]
+    train_pairs = {(a, b) for a, b, _ in labels.train_db.prefs}
+    left_out = train_pairs - {(labels.train_db.prefs[i][0], labels.train_db.prefs[i][1])
+                              for i in learner.label_filter.trusted(labels.train_db)}
+    assert last.pairs_left_out == len(left_out) > 0
+    # Wrong labels are 30 % of the pairs, and most of what the network distrusts.
+    assert len(left_out & wrong) / len(left_out) > 0.7
+    assert last.noise_prob > 0.3 and learner.optimiser.noise_prob == last.noise_prob  # 0.6 made these labels
+
+
+def test_a_pair_not_yet_judged_is_trusted_and_a_tie_never_left_out():
+    labels, _ = noisy_labels(20, 0.0, seed=5)
+    db, label_filter = labels.train_db, LabelFilter(0.1)
+    probabilities = np.full((len(db), 1), 0.9)
+    probabilities[0] = 0.05
+    label_filter.judge(probabilities, db)
+    assert list(label_filter.trusted(db)) == list(range(1, len(db))) and label_filter.n_left_out == 1
+    more, _ = noisy_labels(30, 0.0, seed=6)
+    for a, b, label in list(more.train_db.prefs)[20:]:
+        db.append(more.train_db.segments[a], more.train_db.segments[b], label)
+    assert 0 not in label_filter.trusted(db) and len(label_filter.trusted(db)) == len(db) - 1
+    with pytest.raises(ValueError, match="label_filter must be in"):
+        LabelFilter(0.5)

@@ -21,6 +21,7 @@ lowest and highest; ``--out`` keeps the labels and checkpoints, so a second call
 from __future__ import annotations
 
 import argparse
+import csv
 import os
 import sys
 
@@ -70,7 +71,7 @@ def main() -> None:
                 make_labels(args.labels_from, labels, n_labels, SEGMENT_LENGTH, None, seed, mistake_rate=rate)
             for variant in args.variants:
                 log_dir = os.path.join(args.out, "train", os.path.basename(labels), variant)
-                if not os.path.isfile(os.path.join(log_dir, "reward_training_metrics.csv")):
+                if not trained(log_dir, args.steps):
                     train_reward(labels, log_dir, steps=args.steps, torch_threads=1, seed=seed,
                                  segment_length=SEGMENT_LENGTH, **VARIANTS[variant])
                 row = {**measure(log_dir, evaluation), **last_metrics(log_dir)}
@@ -85,12 +86,26 @@ def main() -> None:
             for c in SHOWN[:2]), flush=True)
 
 
+def last_checkpoint(log_dir: str) -> dict[str, str] | None:
+    """The last row of ``log_dir``'s metrics CSV; None before its first checkpoint."""
+    path = os.path.join(log_dir, "reward_training_metrics.csv")
+    if not os.path.isfile(path):
+        return None
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    return rows[-1] if rows else None
+
+
+def trained(log_dir: str, steps: int) -> bool:
+    """Whether ``log_dir`` holds a network trained ``steps`` steps (not one a stop left part-way)."""
+    last = last_checkpoint(log_dir)
+    return last is not None and int(last["training_step"]) >= steps
+
+
 def last_metrics(log_dir: str) -> dict[str, float]:
     """The last checkpoint's validation accuracy, assumed share of random answers and pairs left out."""
-    import csv
-
-    with open(os.path.join(log_dir, "reward_training_metrics.csv"), newline="") as f:
-        last = list(csv.DictReader(f))[-1]
+    last = last_checkpoint(log_dir)
+    assert last is not None  # trained() before
     return {key: float(last[key]) for key in ("val_accuracy", "noise_prob", "pairs_left_out")}
 
 

@@ -147,3 +147,29 @@ def test_each_checkpoints_rows_per_policy_follow_it_with_its_own_figures(tmp_pat
     assert [m["r_disc"] for _, m in rows] == [0, 0, 0, 1, 1, 1]
     assert [m["r_episode"] for _, m in rows] == [3, 1, 2, 3, 1, 2]
     assert [name for name, _ in measure_rows(["a", "b"], recordings, per_policy=False)] == ["a", "b"]
+
+
+def test_a_state_recording_keeps_its_observations_and_a_fallible_teacher_labels_its_clips(tmp_path):
+    from reward_signal import make_labels
+
+    from drlhp.labels.database import PrefBuffer
+
+    rng = np.random.default_rng(3)
+    for steps in (1, 2):
+        observations = rng.normal(size=(200, 3)).astype(np.float32)
+        np.savez_compressed(tmp_path / f"agent_{steps}.npz", observations=observations,
+                            rewards=observations[:, 0] * steps, episodes=np.zeros(200, np.int32),
+                            agent_steps=steps, seed=0)
+    recording = Recording(str(tmp_path / "agent_2.npz"))
+    assert recording.frames.shape == (200, 3) and np.allclose(recording.rewards, 2 * recording.frames[:, 0])
+
+    def wrong_share(mistake_rate: float) -> float:
+        out = tmp_path / f"labels_{mistake_rate}"
+        make_labels(str(tmp_path), str(out), 300, 10, None, seed=0, mistake_rate=mistake_rate)
+        db = PrefBuffer.load_all(str(out)).train_db
+        wrong = [label != float(db.segments[a].rewards.sum() > db.segments[b].rewards.sum())
+                 for a, b, label in db.prefs]
+        return float(np.mean(wrong))
+
+    assert wrong_share(0.0) == 0.0
+    assert 0.2 < wrong_share(0.3) < 0.4  # about 0.3 of 240 training labels

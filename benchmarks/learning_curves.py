@@ -31,6 +31,9 @@ the fact.
 settings) instead of running it again: a new drlhp setting is compared with the same baseline, an hour sooner.
 
 Any argument this script does not know goes to the example (e.g. ``--seed 1 --n-envs 4 --label-budget 100``).
+The synthetic teacher's (``--teacher-mistake-rate 0.1``, ``--teacher-equal-threshold``, ``--teacher-beta``,
+``--life-loss-penalty``) go to the drlhp run only, and a record names them under ``"teacher"``, not as a lever: the
+teacher is who labels, not how drlhp learns.
 """
 from __future__ import annotations
 

@@ -1,0 +1,9 @@
+# The offline measure of a fallible teacher on HalfCheetah (#63), run on 2026-12-01 beside two SAC runs.
+# Policies: the agents kept at 25k, 50k and 75k agent steps by the standardised-reward control run of seed 0
+# (python benchmarks/learning_curves.py --example halfcheetah_sac --arm true_reward --standardised-reward
+#  --keep-agents --seed 0, commit 9044ec7), recorded with reward_signal.py at commit 2f6b429:
+python benchmarks/reward_signal.py record AGENTS --example halfcheetah_sac --steps 4000 --seed 200 --out labels
+python benchmarks/reward_signal.py record AGENTS --example halfcheetah_sac --steps 2000 --seed 100 --out eval
+# Labels, training (3,000 steps each, one thread) and scores (label_noise.log, its INFO lines left out), at 2f6b429:
+python benchmarks/label_noise.py --labels-from labels --eval eval --out ln_hc --teachers 0:200 0.1:200 0.3:700 \
+    --seeds 0 1 2 --steps 3000

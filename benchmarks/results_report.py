@@ -29,7 +29,7 @@ from itertools import combinations
 from pathlib import Path
 
 import numpy as np
-from run_records import ROOT, Record, read_records, teacher_name
+from run_records import RESULTS, ROOT, Record, read_records, teacher_name
 
 DOCS = ROOT / "docs" / "results.md"
 PAGES = (DOCS, ROOT / "README.md")  # the pages with generated blocks: <!-- report:NAME --> ... <!-- /report -->
@@ -304,6 +304,22 @@ def fallible_sentence(per_task: dict[str, dict[str, Arm]]) -> str:
             f"{'; '.join(parts)} ([Results](docs/results.md#a-fallible-teacher)).")
 
 
+def label_noise_table(root: Path = RESULTS) -> str:
+    """The offline measure of a fallible teacher (``benchmarks/label_noise.py``): each task's logged means over the
+    seeds, with the lowest and highest, as a table."""
+    lines = ["| task | mistake rate | labels | variant | `r_disc`, mean [lowest, highest] | `r_100`, mean [lowest, "
+             "highest] |", "|---|---|---|---|---|---|"]
+    summary = re.compile(r"^\s*([\d.]+):(\d+)\s+(\S+)\s+r_disc (\S+) \[(\S+), (\S+)\]\s+r_100 (\S+) \[(\S+), (\S+)\]$")
+    for log in sorted(root.glob("*/label_noise/label_noise.log")):
+        title = TASKS[log.parent.parent.name].title
+        for line in log.read_text().split("mean over the seeds", 1)[-1].splitlines():
+            if m := summary.match(line):
+                rate, labels, variant, *r = m.groups()
+                lines.append(f"| {title} | {rate} | {labels} | {variant} | {r[0]} [{r[1]}, {r[2]}] | "
+                             f"{r[3]} [{r[4]}, {r[5]}] |")
+    return "\n".join(lines) if len(lines) > 2 else "Not measured yet."
+
+
 def final_val_accuracy(record: Record) -> str:
     if record["reward_training_metrics"] is None:
         return "—"
@@ -326,6 +342,7 @@ def tables(records: list[Record]) -> dict[str, str]:
         "movingdot": main_table(per_task, "movingdot"),
         "mujoco": main_table(per_task, "mujoco"),
         "levers": levers_table(records, per_task),
+        "labelnoise": label_noise_table(),
         "random": f"Random policies' returns (0 on the normalised scale): {randoms}.",
     }
 

@@ -185,3 +185,14 @@ def test_each_teacher_and_label_budget_is_an_arm_of_its_own_and_the_readme_says_
     assert ("HalfCheetah (SAC) ≤ 200 labels, teacher: mistake rate 0.1: **0.80** [" in sentence
             and "(3 runs)" in sentence and "mistake rate 0.3: **0.50**" in sentence)
     assert "no run taught by a fallible one" in results_report.tables(records[:3])["fallible"]
+
+
+def test_the_offline_label_noise_table_is_each_logs_summary(tmp_path):
+    log = tmp_path / "hopper_sac" / "label_noise" / "label_noise.log"
+    log.parent.mkdir(parents=True)
+    log.write_text("       teacher seed  variant  r_disc\n       0.3:700    0  defaults  0.5\n\n"
+                   "mean over the seeds [lowest, highest]\n"
+                   "       0.3:700             defaults r_disc 0.931 [0.916, 0.945]  r_100 0.917 [0.906, 0.928]\n")
+    rows = results_report.label_noise_table(tmp_path).splitlines()[2:]
+    assert rows == ["| Hopper (SAC) | 0.3 | 700 | defaults | 0.931 [0.916, 0.945] | 0.917 [0.906, 0.928] |"]
+    assert results_report.label_noise_table(tmp_path / "none") == "Not measured yet."

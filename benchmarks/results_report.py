@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+import textwrap
 import warnings
 from dataclasses import dataclass
 from itertools import combinations
@@ -401,7 +402,8 @@ def draw(records: list[Record]) -> list[Path]:
         ax.set_ylabel(f"true episode return (mean of the last {WINDOW} episodes)")
         levers = "".join(f" and --{variant}" for variant in spec.ab if runs[variant])
         others = " and other teachers or budgets" if len(runs) > 2 + len(spec.ab) else ""
-        ax.set_title(f"{spec.title}: today's defaults{levers}{others}, every run thin, the mean bold", fontsize=10)
+        title = f"{spec.title}: today's defaults{levers}{others}, every run thin, the mean bold"
+        ax.set_title(textwrap.fill(title, 90), fontsize=10)
         ax.legend(loc="upper left", fontsize=8)
         fig.tight_layout()
         path = IMAGES / f"results-{task.replace('_', '-')}.png"

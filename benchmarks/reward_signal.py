@@ -130,20 +130,8 @@ def record(agent_dir: str, out: str, agents: list[int] | None, steps: int, seed:
             warnings.simplefilter("ignore", UserWarning)
             agent = make_agent(venv, seed)
         restore_agent(agent, load_agent_state(path), path)
-        obs = venv.reset()
-        frames, rewards, episodes = [], [], []
-        episode = 0
-        for _ in range(steps):
-            action, _ = agent.predict(obs, deterministic=False)
-            obs, reward, done, info = venv.step(action)
-            # drlhp rewards a step by the observation it led to: at an episode's end, the terminal one.
-            frames.append(info[0]["terminal_observation"] if done[0] else obs[0])
-            rewards.append(float(reward[0]))
-            episodes.append(episode)
-            episode += int(done[0])
-        venv.close()
+        stacks, rewards, episode_of, episode = play(agent, venv, steps)
         name = os.path.join(out, f"agent_{step}.npz")
-        stacks, episode_of = np.stack(frames), np.array(episodes, np.int32)
         starts = np.flatnonzero(np.r_[True, np.diff(episode_of) != 0])
         # A step's stack is the one before it shifted by one frame, except at an episode's start: keeping the
         # newest frames and the episodes' first stacks keeps everything in a fifth of the bytes.
@@ -151,6 +139,24 @@ def record(agent_dir: str, out: str, agents: list[int] | None, steps: int, seed:
                             rewards=np.array(rewards, np.float32), episodes=episode_of, agent_steps=step, seed=seed)
         print(f"{name}: {steps} steps, {episode} complete episodes, true return per 1k steps "
               f"{1000 * np.sum(rewards) / steps:+.1f}, {os.path.getsize(name) / 1e6:.1f} MB", flush=True)
+
+
+def play(agent, venv, steps: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """``agent`` acting in the one-env ``venv`` (closed after) for ``steps`` steps: each step's observation, true
+    reward and episode number, and how many episodes ended."""
+    obs = venv.reset()
+    observations, rewards, episodes = [], [], []
+    episode = 0
+    for _ in range(steps):
+        action, _ = agent.predict(obs, deterministic=False)
+        obs, reward, done, info = venv.step(action)
+        # drlhp rewards a step by the observation it led to: at an episode's end, the terminal one.
+        observations.append(info[0]["terminal_observation"] if done[0] else obs[0])
+        rewards.append(float(reward[0]))
+        episodes.append(episode)
+        episode += int(done[0])
+    venv.close()
+    return np.stack(observations), np.array(rewards, np.float32), np.array(episodes, np.int32), episode
 
 
 def record_mujoco(agent_dir: str, out: str, agents: list[int] | None, steps: int, seed: int, example: str) -> None:
@@ -164,21 +170,10 @@ def record_mujoco(agent_dir: str, out: str, agents: list[int] | None, steps: int
         venv = make_mujoco(module.ENV_ID, 1, seed, **getattr(module, "ENV_KWARGS", {}))
         agent = make_agent(venv, seed)
         agent.policy.load_state_dict(load_agent_state(path)["policy"])  # the policy is all that plays
-        obs = venv.reset()
-        observations, rewards, episodes = [], [], []
-        episode = 0
-        for _ in range(steps):
-            action, _ = agent.predict(obs, deterministic=False)
-            obs, reward, done, info = venv.step(action)
-            observations.append(info[0]["terminal_observation"] if done[0] else obs[0])
-            rewards.append(float(reward[0]))
-            episodes.append(episode)
-            episode += int(done[0])
-        venv.close()
+        observations, rewards, episodes, episode = play(agent, venv, steps)
         name = os.path.join(out, f"agent_{step}.npz")
-        np.savez_compressed(name, observations=np.array(observations, np.float32),
-                            rewards=np.array(rewards, np.float32), episodes=np.array(episodes, np.int32),
-                            agent_steps=step, seed=seed)
+        np.savez_compressed(name, observations=observations.astype(np.float32), rewards=rewards,
+                            episodes=episodes, agent_steps=step, seed=seed)
         print(f"{name}: {steps} steps, {episode} complete episodes, true return per 1k steps "
               f"{1000 * np.sum(rewards) / steps:+.1f}", flush=True)
 

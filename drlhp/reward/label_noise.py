@@ -14,7 +14,7 @@ act on what is left:
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import numpy as np
 
@@ -26,27 +26,22 @@ JUDGE_BATCH = 64
 MAX_NOISE_PROB = 0.9
 
 
-def label_probabilities(returns: Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]], db: PrefDB,
-                        indices: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Each member's Bradley-Terry probability of each pair's label ``(n, M)``, and the labels ``(n,)``, for the pairs
-    ``indices`` of ``db`` (all by default). ``returns(frames_a, frames_b)``: every member's clip returns ``(n, M)``
-    of each side. A tie's probability is 0.5 whatever the network says."""
-    indices = np.arange(len(db)) if indices is None else indices
+def label_probabilities(returns: Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]],
+                        db: PrefDB) -> tuple[np.ndarray, np.ndarray]:
+    """Each member's Bradley-Terry probability of each of ``db``'s labels ``(n, M)``, and the labels ``(n,)``.
+    ``returns(frames_a, frames_b)``: every member's clip returns ``(n, M)`` of each side. A tie's probability is 0.5
+    whatever the network says."""
     probabilities, labels = [], []
-    for frames_a, frames_b, batch_labels in _batches(db, indices):
+    for i in range(0, len(db), JUDGE_BATCH):
+        frames_a, frames_b, batch_labels = db.batch(np.arange(i, min(i + JUDGE_BATCH, len(db))))
         ra, rb = returns(frames_a, frames_b)
         p_a = 1.0 / (1.0 + np.exp(-(ra - rb)))
         label = batch_labels[:, None]
         probabilities.append(np.where(label == 0.5, 0.5, label * p_a + (1 - label) * (1 - p_a)))
         labels.append(batch_labels)
-    m = probabilities[0].shape[1] if probabilities else 1
-    return (np.concatenate(probabilities) if probabilities else np.empty((0, m)),
-            np.concatenate(labels) if labels else np.empty(0))
-
-
-def _batches(db: PrefDB, indices: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    for i in range(0, len(indices), JUDGE_BATCH):
-        yield db.batch(indices[i:i + JUDGE_BATCH])
+    if not labels:
+        return np.empty((0, 1)), np.empty(0)
+    return np.concatenate(probabilities), np.concatenate(labels)
 
 
 def estimate_noise_prob(probabilities: np.ndarray, labels: np.ndarray, floor: float) -> float:

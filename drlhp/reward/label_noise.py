@@ -68,18 +68,23 @@ class LabelFilter:
                              f"got {threshold}")
         self.threshold = threshold
         self._distrusted: set[tuple[int, int]] = set()
+        self._trusted: tuple[tuple, np.ndarray] | None = None  # (the database's state, its trusted indices)
 
     def judge(self, probabilities: np.ndarray, db: PrefDB) -> None:
         """Distrust each pair of ``db`` whose label the members give, on average, a probability below the threshold
         (``probabilities`` ``(len(db), M)`` from :func:`label_probabilities`)."""
         low = probabilities.mean(axis=1) < self.threshold
         self._distrusted = {(a, b) for (a, b, _), out in zip(db.prefs, low) if out}
+        self._trusted = None
 
     def trusted(self, db: PrefDB) -> np.ndarray:
-        """Indices of ``db``'s pairs to train on."""
-        if not self._distrusted:
-            return np.arange(len(db))
-        return np.array([i for i, (a, b, _) in enumerate(db.prefs) if (a, b) not in self._distrusted], dtype=np.int64)
+        """Indices of ``db``'s pairs to train on; worked out again only when the database or the verdicts changed
+        (the trainer asks at every step)."""
+        state = (len(db), db.prefs[0][:2], db.prefs[-1][:2]) if len(db) else (0,)
+        if self._trusted is None or self._trusted[0] != state:
+            self._trusted = (state, np.array([i for i, (a, b, _) in enumerate(db.prefs)
+                                              if (a, b) not in self._distrusted], dtype=np.int64))
+        return self._trusted[1]
 
     @property
     def n_left_out(self) -> int:

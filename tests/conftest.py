@@ -1,7 +1,9 @@
-"""Shared fixtures: a tiny pixel env with injectable behaviour, and a guard against leftover processes."""
+"""Shared fixtures: a tiny pixel env with injectable behaviour, a guard against leftover processes, and, on CI,
+a failed run for any skip not in ``CI_ALLOWED_SKIPS``."""
 from __future__ import annotations
 
 import multiprocessing
+import os
 import time
 from typing import Callable
 
@@ -18,6 +20,61 @@ from gymnasium import spaces
 #: stale normaliser) moves the values by their own order, far beyond it. Relative to the largest value, not
 #: to each one: a value near 0 keeps no relative precision through a sum of larger terms.
 FLOAT32_PATH_TOLERANCE = 2**10 * float(np.finfo(np.float32).eps)
+
+#: The skips a CI run accepts: test node id -> the reason it skips with. Any other skip fails the run where the
+#: ``CI`` environment variable is ``true`` (.ci/run sets it): there a skip means a dependency or tool CI should
+#: have installed is missing, and the suite would pass without running the test. Each test here needs CUDA, or
+#: its absence, and CI's machine has one or the other.
+CI_ALLOWED_SKIPS = {
+    # Check the error for asking for CUDA where torch finds none: nothing to check on a machine with CUDA.
+    "tests/test_failures.py::test_a_device_the_trainer_cannot_find_fails_at_construction_with_the_fix":
+        "this machine has CUDA",
+    "tests/test_learner.py::test_asking_for_cuda_where_there_is_none_says_what_to_pass_instead":
+        "this machine has CUDA",
+    # Trains on a GPU: nothing to train on without one.
+    "tests/test_learner.py::test_a_learner_on_a_gpu_trains_there_and_its_checkpoint_loads_on_the_cpu":
+        "needs a CUDA device",
+}
+
+
+def on_ci() -> bool:
+    return os.environ.get("CI", "").lower() == "true"
+
+
+def skip_reason(longrepr) -> str:
+    """What a skip report says (pytest keeps it as (file, line, "Skipped: <reason>"))."""
+    text = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+    return text.removeprefix("Skipped: ")
+
+
+def fail_a_skip_ci_does_not_allow(report: pytest.CollectReport | pytest.TestReport) -> None:
+    """On CI, turn ``report`` of a skip not in ``CI_ALLOWED_SKIPS`` into a failure saying why and what to do.
+
+    Changed in the report itself, where it is made: under pytest-xdist that is in the worker, and the failure
+    travels to the controller like any other."""
+    if not (on_ci() and report.skipped) or hasattr(report, "wasxfail"):
+        return
+    reason = skip_reason(report.longrepr)
+    if CI_ALLOWED_SKIPS.get(report.nodeid) == reason:
+        return
+    report.outcome = "failed"
+    report.longrepr = (f"skipped on CI ({reason}), and CI=true fails every skip not in CI_ALLOWED_SKIPS "
+                       f"(tests/conftest.py): install what the test needs in .ci/run or the dev extra; or, if CI's "
+                       f"machine cannot run it, add {report.nodeid!r}: {reason!r} there with why")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A test skipped by a mark or by ``pytest.skip``/``importorskip`` in its body or fixtures."""
+    outcome = yield
+    fail_a_skip_ci_does_not_allow(outcome.get_result())
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector):
+    """A whole module skipped as it is collected (a module-level ``importorskip``)."""
+    outcome = yield
+    fail_a_skip_ci_does_not_allow(outcome.get_result())
 
 
 def assert_same_in_float32(actual, expected) -> None:

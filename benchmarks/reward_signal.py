@@ -196,11 +196,14 @@ class Recording:
     """One policy's recorded steps: frames ``(N, *frame_shape)``, true rewards ``(N,)``, episode numbers ``(N,)``."""
 
     def __init__(self, path: str, blank_rows: int = 0) -> None:
-        with np.load(path) as data:  # plain arrays: np.load runs no code without allow_pickle
-            self.rewards, self.episodes = data["rewards"], data["episodes"]
-            self.agent_steps = int(data["agent_steps"])
-            self.frames = (data["observations"] if "observations" in data.files else
-                           frame_stacks(data["newest"], data["first_stacks"], data["episode_starts"]))
+        try:
+            with np.load(path, allow_pickle=False) as data:  # plain arrays: an array of objects is refused, not run
+                self.rewards, self.episodes = data["rewards"], data["episodes"]
+                self.agent_steps = int(data["agent_steps"])
+                self.frames = (data["observations"] if "observations" in data.files else
+                               frame_stacks(data["newest"], data["first_stacks"], data["episode_starts"]))
+        except ValueError as e:  # which of the recordings measured it is
+            raise ValueError(f"{path} is not a recording of plain arrays: {e}") from e
         self.frames[:, :blank_rows] = 0  # as the examples' BlankScore does to what a run's network sees
         self.name = os.path.basename(path)[:-len(".npz")]
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Iterable, Iterator
 
 import numpy as np
@@ -9,11 +10,12 @@ import torch
 import torch.nn.functional as F
 
 from drlhp.clips.frames import frames_to_net_input
-from drlhp.errors import ConfigError
+from drlhp.errors import CheckpointFormatError, ConfigError
 from drlhp.reward.augment import NO_AUGMENTATION, Augmentation, random_shift, temporal_crop
 from drlhp.reward.predictor import (
     FORWARD_INPUT_BYTES,
     RewardPredictor,
+    _why_unreadable,  # the checkpoint's wording, for the file beside it
     frame_input_bytes,
     member_input,
     members_input,
@@ -243,12 +245,24 @@ class RewardOptimiser:
                         "weights": self.predictor.net.state_dict()}, f)
 
     def load_state(self, path: str) -> bool:
-        """Restore ``save_state``'s optimiser state if it belongs to the current network; returns whether it did."""
+        """Restore ``save_state``'s optimiser state if it belongs to the current network; returns whether it did.
+
+        Never executes code from the file; one that is not an optimiser state raises ``CheckpointFormatError``."""
         if not os.path.exists(path):
             return False
-        state = torch.load(path, map_location="cpu", weights_only=True)
-        if state.get("training_step") != self.predictor.training_step or "weights" not in state:
-            return False  # written at another checkpoint than the one loaded, or by an earlier drlhp: start afresh
-        self.optimizer.load_state_dict(state["optimizer"])
-        self.predictor.net.load_state_dict(state["weights"])
+        try:
+            with warnings.catch_warnings():  # torch's notes on a foreign file's pickle protocol: the error says it
+                warnings.simplefilter("ignore")
+                state = torch.load(path, map_location="cpu", weights_only=True)
+            if not isinstance(state, dict):
+                raise ValueError(f"it holds a {type(state).__name__}, not a dict")
+            if state.get("training_step") != self.predictor.training_step or "weights" not in state:
+                return False  # written at another checkpoint than the one loaded, or by an earlier drlhp: start afresh
+            self.optimizer.load_state_dict(state["optimizer"])
+            self.predictor.net.load_state_dict(state["weights"])
+        except Exception as e:  # torch raises many types for a corrupt or foreign file; its own message runs to many
+            # lines and suggests weights_only=False, i.e. running the file's code: not repeated here.
+            raise CheckpointFormatError(
+                f"{path} is not a valid drlhp optimiser state: {_why_unreadable(e)}. Move it away to resume with a "
+                "fresh optimiser (the reward network is in the checkpoint beside it)") from e
         return True

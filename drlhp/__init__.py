@@ -27,6 +27,7 @@ from drlhp.errors import (
     UnknownSettingError,
     UsageError,
     WorkerError,
+    WriteError,
 )
 from drlhp.frontends.base import PREDICTED_REWARD_KEY, TRUE_REWARD_KEY
 from drlhp.frontends.env_wrapper import HumanPreferencesEnvWrapper
@@ -53,5 +54,5 @@ __all__ = [
     "DrlhpError", "ConfigError", "UnknownSettingError", "MissingExtraError", "NoDisplayError", "ObservationError",
     "UsageError", "MissingFileError", "NoLabelsError", "FileFormatError", "PrefDBFormatError",
     "CheckpointFormatError", "WorkerError", "LogDirInUseError", "LogDirHasLabelsError", "InvalidAnswer",
-    "NothingToUndo",
+    "NothingToUndo", "WriteError",
 ]

@@ -58,6 +58,11 @@ class WorkerError(DrlhpError, RuntimeError):
     """A drlhp background process failed; the message carries its traceback."""
 
 
+class WriteError(DrlhpError, OSError):
+    """A file of the run could not be written (no space left, permission denied, a file where its directory
+    should be); the message names the file, the cause and the way on. What the run wrote before is intact."""
+
+
 class LogDirInUseError(DrlhpError, RuntimeError):
     """Another drlhp run is using this ``log_dir``."""
 

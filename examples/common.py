@@ -43,9 +43,10 @@ from standardised_reward import standardise_rewards
 
 from drlhp import SyntheticTeacher
 from drlhp.config import PreferenceConfig
-from drlhp.errors import ConfigError
+from drlhp.errors import ConfigError, WriteError
 from drlhp.learning_curve import LearningCurveWriter, learning_curve_path, next_session
 from drlhp.sb3 import HumanPreferencesLogger, HumanPreferencesVecEnvWrapper, RelabelReplayBuffer
+from drlhp.storage.files import writing
 
 
 @dataclass
@@ -232,10 +233,15 @@ def train_from_preferences(venv: VecEnv, args: Args, make_agent: Callable[[VecEn
         venv.close()
         return
     with session.sigterm.installed():
-        if args.true_reward:
-            train_on_true_reward(venv, args, make_agent, session)
-        else:
-            train_on_predicted_reward(venv, args, make_agent, session)
+        try:
+            if args.true_reward:
+                train_on_true_reward(venv, args, make_agent, session)
+            else:
+                train_on_predicted_reward(venv, args, make_agent, session)
+        except WriteError as e:  # a full disk, a directory it may not write: the line says the file and the fix
+            venv.close()
+            print(f"error: {e}", file=sys.stderr)
+            sys.exit(1)
 
 
 def train_on_true_reward(venv: VecEnv, args: Args, make_agent: Callable[[VecEnv, int], BaseAlgorithm],
@@ -453,7 +459,9 @@ def learn(agent: BaseAlgorithm, args: Args, session: Session, wrapped: HumanPref
             extra["label_clock_env_steps"] = wrapped.stats().env_steps  # started at label_clock_start
         save_agent(agent, ckpt, args.total_timesteps, session.settings, **extra)
         if args.keep_agents:
-            shutil.copyfile(ckpt, kept_agent_path(session.log_dir, agent.num_timesteps))
+            kept = kept_agent_path(session.log_dir, agent.num_timesteps)
+            with writing(kept):
+                shutil.copyfile(ckpt, kept)
 
     curve = LearningCurveWriter(session.log_dir, session.run, session.number, session.start_step)
     labels = (lambda: wrapped.stats().run_labels) if wrapped is not None else (lambda: 0)

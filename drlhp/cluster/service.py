@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from drlhp.clips.frames import FrameSpec, infer_frame_spec
 from drlhp.cluster.clip_stream import PackedClip, RateCap
 from drlhp.config import PreferenceConfig
-from drlhp.errors import ConfigError, MissingExtraError, PreferenceServiceDied, UsageError, WorkerError
+from drlhp.errors import ConfigError, MissingExtraError, PreferenceServiceDied, UsageError, WorkerError, WriteError
 from drlhp.labelling.terminal import CONTROLLING_TERMINAL
 from drlhp.reward.torch_setup import set_up_torch
 from drlhp.runtime.pipeline import PreferencePipeline
@@ -33,6 +33,9 @@ if TYPE_CHECKING:
     from drlhp.reward.predictor import RewardPredictor
 
 log = logging.getLogger("drlhp")
+
+#: A worker's failures, as the pipeline raises them: remembered and raised to every later caller.
+WORKER_FAILURES = (WorkerError, WriteError)
 
 NAMESPACE = "drlhp"
 """Ray namespace of drlhp's named actors, so runners of any job find the service by name."""
@@ -56,7 +59,7 @@ def _reporting_failures(method):
         try:
             self.pipeline.check_workers()
             return method(self, *args)
-        except WorkerError as e:
+        except WORKER_FAILURES as e:
             self.failure = e
             raise
 
@@ -77,7 +80,7 @@ class ServiceActor:
                        "clip_bytes_received": 0, "runner_env_steps": 0, "weights_version": 0}
         self._weights: Any | None = None  # ObjectRef of the newest predictor's bytes
         self._published: RewardPredictor | None = None  # the predictor those bytes are of
-        self.failure: WorkerError | None = None
+        self.failure: WorkerError | WriteError | None = None
 
     def ready(self) -> dict:
         import ray
@@ -151,13 +154,13 @@ class ServiceActor:
     def save_prefs(self) -> list:
         return self.pipeline.save_prefs()
 
-    def close(self) -> str | None:
+    def close(self) -> WorkerError | WriteError | None:
         """Stop the pipeline; returns the failure of a worker, if one failed (None otherwise)."""
         try:
             self.pipeline.close()
-        except WorkerError as e:
+        except WORKER_FAILURES as e:
             self.failure = e
-        return None if self.failure is None else str(self.failure)
+        return self.failure
 
 
 class PreferenceService:
@@ -255,9 +258,9 @@ class PreferenceService:
             return ray.get(ref, timeout=timeout)
         except ray.exceptions.RayTaskError as e:
             cause = e.cause
-            if isinstance(cause, (WorkerError, ValueError, RuntimeError, TimeoutError)) and not isinstance(
+            if isinstance(cause, (*WORKER_FAILURES, ValueError, RuntimeError, TimeoutError)) and not isinstance(
                     cause, ray.exceptions.RayError):
-                self._failure_reported |= isinstance(cause, WorkerError)
+                self._failure_reported |= isinstance(cause, WORKER_FAILURES)
                 raise type(cause)(f"{cause} (in drlhp's preference service {self.name} on {self._where()})") from e
             raise
         except ray.exceptions.RayActorError as e:
@@ -278,7 +281,8 @@ class PreferenceService:
         return self._actor
 
     def check(self) -> None:
-        """Raise ``WorkerError`` / ``PreferenceServiceDied`` if the service or one of its processes failed."""
+        """Raise ``WorkerError`` (``WriteError``: a write the OS refused) or ``PreferenceServiceDied`` if the service or
+        one of its processes failed."""
         self.stats()
 
     def stats(self) -> dict:
@@ -322,7 +326,7 @@ class PreferenceService:
         finally:
             ray.kill(self._actor)
         if failure is not None and not self._failure_reported:
-            raise WorkerError(f"{failure} (in drlhp's preference service {self.name} on {self._where()})")
+            raise type(failure)(f"{failure} (in drlhp's preference service {self.name} on {self._where()})")
 
     def __enter__(self) -> PreferenceService:
         return self

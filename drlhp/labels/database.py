@@ -31,6 +31,7 @@ import os
 import zlib
 from collections import deque
 from collections.abc import Iterable, Iterator
+from typing import BinaryIO
 
 import numpy as np
 
@@ -38,7 +39,7 @@ from drlhp.clips.segments import PackedSegment, Segment, pack
 from drlhp.errors import LAST_TO_CONVERT, ConfigError, NoLabelsError, PrefDBFormatError
 from drlhp.labels.agreement import Agreement, combined_label
 from drlhp.labels.journal import JournalLabel, JournalRetraction, JournalSecondAnswer, JournalTask, read_journal
-from drlhp.storage.files import atomic_write
+from drlhp.storage.files import atomic_write, atomic_writes
 from drlhp.storage.layout import LogDir
 
 FORMAT_NAME = "drlhp-prefdb"
@@ -179,6 +180,12 @@ class PrefDB:
         """Write atomically to ``path`` (see the module docstring); ``n_labels``: the run's label count now;
         ``val_fraction``: the run's validation split; ``instructions``: what the labellers were asked;
         ``retracted``: the numbers of the run's labels taken back."""
+        with atomic_write(path) as raw:
+            self.write(raw, n_labels, val_fraction, instructions, retracted)
+
+    def write(self, raw: BinaryIO, n_labels: int | None = None, val_fraction: float | None = None,
+              instructions: str | None = None, retracted: Iterable[int] = ()) -> None:
+        """Write the database, in the file format, to the open binary file ``raw`` (arguments: ``save``'s)."""
         ids = sorted(self.segments)
         first = self.segments[ids[0]] if ids else None
         header = {
@@ -195,7 +202,7 @@ class PrefDB:
             "retracted": sorted(int(seq) for seq in retracted),
         }
         prefs = np.array(self.prefs, dtype=np.float64).reshape(-1, 3)
-        with atomic_write(path) as raw, gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=0) as f:
+        with gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=0) as f:
             _write(f, np.frombuffer(json.dumps(header).encode(), dtype=np.uint8))
             _write(f, np.array(ids, dtype=np.int64))
             _write(f, np.stack([self.segments[i].rewards for i in ids]) if ids else np.zeros((0, 0)))
@@ -425,10 +432,12 @@ class PrefBuffer:
         return sum(s.nbytes for s in segments.values())
 
     def save(self, directory: str) -> list[str]:
-        """Write ``train.pkl.gz`` and ``val.pkl.gz`` into ``directory`` (atomically); returns their paths."""
+        """Write ``train.pkl.gz`` and ``val.pkl.gz`` into ``directory``; returns their paths. Both are written in
+        full before either replaces its older self, so a failure (a full disk) leaves the earlier snapshot whole."""
         paths = list(LogDir(directory).snapshot)
-        for db, path in zip((self.train_db, self.val_db), paths):
-            db.save(path, self.n_received, self.val_fraction, self.instructions, self.retracted)
+        with atomic_writes(paths) as files:
+            for db, f in zip((self.train_db, self.val_db), files):
+                db.write(f, self.n_received, self.val_fraction, self.instructions, self.retracted)
         return paths
 
     @classmethod
@@ -439,22 +448,27 @@ class PrefBuffer:
         holds changes nothing: a label it covers is skipped, a retraction of a label already retracted is a no-op,
         a label retracted is not added again, a second answer to a label that is gone is ignored. The instructions
         are the newest recorded: the journal's, else the snapshot's."""
-        train_path, val_path = LogDir(directory).snapshot
+        files = LogDir(directory)
+        train_path, val_path = files.snapshot
         has_snapshot = [os.path.exists(p) for p in (train_path, val_path)]
-        if not all(has_snapshot) and (any(has_snapshot) or not LogDir(directory).journal_files()):
+        # Half a snapshot (the other file's write failed in a drlhp that wrote them one by one, or a crash came
+        # between the renames of a first snapshot) is whole with a journal holding every label from the first on.
+        journal_whole = files.journal_from_first_label()
+        if not all(has_snapshot) and not (journal_whole if any(has_snapshot) else files.journal_files()):
             missing = [os.path.basename(p) for p, ok in zip((train_path, val_path), has_snapshot) if not ok]
             raise NoLabelsError(
                 f"{directory!r} has no {' or '.join(missing)}{'' if any(has_snapshot) else ' and no label journal'}. "
                 "Point prefs_dir at the log_dir of a run that collected labels (where save_prefs() wrote "
                 "train.pkl.gz and val.pkl.gz).")
         buffer = cls(max_prefs, val_fraction)
-        covered = {id(buffer.train_db): 0, id(buffer.val_db): 0}  # labels each snapshot file holds
-        if all(has_snapshot):
-            buffer._load_snapshot(train_path, val_path)
-            n_old_format = len(buffer.train_db) + len(buffer.val_db)
-            covered = {id(db): n_old_format if db.n_labels_when_saved is None else db.n_labels_when_saved
-                       for db in (buffer.train_db, buffer.val_db)}
-            buffer.n_received = max(covered.values())
+        loaded = [buffer._load_snapshot_file(path, name)
+                  for path, ok, name in zip((train_path, val_path), has_snapshot, ("train_db", "val_db")) if ok]
+        n_old_format = len(buffer.train_db) + len(buffer.val_db)  # files that do not say how many labels they hold
+        covered = {id(db): 0 for db in (buffer.train_db, buffer.val_db)}  # labels each snapshot file holds
+        covered.update({id(db): n_old_format if db.n_labels_when_saved is None else db.n_labels_when_saved
+                        for db in loaded})
+        buffer._reconcile_snapshot()
+        buffer.n_received = max(covered.values())
         for rec in read_journal(directory):
             if isinstance(rec, JournalLabel):
                 # Both files are written at each snapshot, but a crash between the two leaves one behind.
@@ -469,13 +483,19 @@ class PrefBuffer:
                 buffer.instructions = rec.instructions
         return buffer
 
-    def _load_snapshot(self, train_path: str, val_path: str) -> None:
-        self.train_db = PrefDB.load(train_path, maxlen=self.train_db.maxlen)
-        self.val_db = PrefDB.load(val_path, maxlen=self.val_db.maxlen)
-        newer = max((self.train_db, self.val_db), key=lambda db: db.n_labels_when_saved or 0)
+    def _load_snapshot_file(self, path: str, db_name: str) -> PrefDB:
+        """Load ``train.pkl.gz`` or ``val.pkl.gz`` as the ``db_name`` database (``train_db`` or ``val_db``)."""
+        db = PrefDB.load(path, maxlen=getattr(self, db_name).maxlen)
+        setattr(self, db_name, db)
+        return db
+
+    def _reconcile_snapshot(self) -> None:
+        """The snapshot's instructions and retractions from its newer file, applied to both files."""
+        dbs = (self.train_db, self.val_db)
+        newer = max(dbs, key=lambda db: db.n_labels_when_saved or 0)
         self.instructions = newer.instructions_when_saved
         self.retracted = set(self.train_db.retracted_when_saved) | set(self.val_db.retracted_when_saved)
-        for db in (self.train_db, self.val_db):
+        for db in dbs:
             # A crash between writing the two files leaves one older: it may hold a label the other says is retracted.
             for seq in [seq for seq in db.seqs if seq in self.retracted]:
                 db.remove(seq)

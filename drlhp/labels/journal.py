@@ -60,7 +60,8 @@ from typing import Callable, Union
 import numpy as np
 
 from drlhp.clips.segments import PackedSegment
-from drlhp.storage.layout import JOURNAL_SUFFIX, LogDir
+from drlhp.storage.files import writing
+from drlhp.storage.layout import LogDir, journal_file_name
 
 log = logging.getLogger("drlhp.journal")
 
@@ -144,7 +145,8 @@ class JournalWriter:
     def __init__(self, log_dir: str, labels_in_snapshot: Callable[[], int], instructions: str | None = None,
                  val_fraction: float | None = None) -> None:
         self.directory = LogDir(log_dir).journal_dir
-        os.makedirs(self.directory, exist_ok=True)
+        with writing(self.directory):
+            os.makedirs(self.directory, exist_ok=True)
         self._labels_in_snapshot = labels_in_snapshot
         recorded = instructions is not None or val_fraction is not None
         self._task = _record({"kind": "task", "instructions": instructions, "val_fraction": val_fraction}) \
@@ -193,9 +195,15 @@ class JournalWriter:
         covers label ``needed_until``."""
         assert self._fd is not None
         data = memoryview(b"".join(self._file_head + records))
-        while data:
-            data = data[os.write(self._fd, data):]
-        os.fsync(self._fd)
+        end = os.lseek(self._fd, 0, os.SEEK_END)
+        with writing(self._path):
+            try:
+                while data:
+                    data = data[os.write(self._fd, data):]
+                os.fsync(self._fd)
+            except OSError:
+                os.ftruncate(self._fd, end)  # no record cut short: the file stays whole, as before the write
+                raise
         self._file_head = []
         self._needed_until = max(self._needed_until, needed_until)
 
@@ -216,9 +224,10 @@ class JournalWriter:
     def _open(self, first: int) -> None:
         """Start the file of labels and records from label number (or position) ``first`` on (``self._fd``); it
         starts with the run's instructions."""
-        self._path = os.path.join(self.directory, f"{first:012d}{JOURNAL_SUFFIX}")
-        self._fd = os.open(self._path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        _fsync_dir(self.directory)  # so the new file's name survives a power cut too
+        self._path = os.path.join(self.directory, journal_file_name(first))
+        with writing(self._path):
+            self._fd = os.open(self._path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+            _fsync_dir(self.directory)  # so the new file's name survives a power cut too
         self._first, self._needed_until, self._clips_in_file = first, first, set()
         self._file_head = [self._task] if self._task else []  # goes out with the file's first record
 

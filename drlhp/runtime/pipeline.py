@@ -33,6 +33,7 @@ from drlhp.runtime.settings import human_config, interface_config, trainer_confi
 from drlhp.runtime.stats import PipelineStats
 from drlhp.runtime.workers import Workers
 from drlhp.storage.checkpoint_watch import CheckpointWatch
+from drlhp.storage.files import prepare_log_dir
 from drlhp.storage.layout import LogDir, checkpoint_path
 
 log = logging.getLogger("drlhp")
@@ -50,6 +51,8 @@ class PreferencePipeline(Pipeline):
     def __init__(self, config: PreferenceConfig, frame_spec: FrameSpec, n_envs: int = 1) -> None:
         if n_envs < 1:
             raise ConfigError(f"n_envs must be >= 1, got {n_envs}")
+        if config.collect_prefs or config.train_reward:
+            prepare_log_dir(config.log_dir)  # a log_dir the run cannot write fails here, before any work
         self._workers = Workers(config)
         self._stats = self._workers.stats  # on the step path without a lookup
         self.config, self.frame_spec, self.n_envs = config, frame_spec, n_envs
@@ -237,7 +240,7 @@ class PreferencePipeline(Pipeline):
         return self._workers.processes
 
     def check_workers(self) -> None:
-        """Raise ``WorkerError`` if a background process has failed."""
+        """Raise ``WorkerError`` (``WriteError``: a write the OS refused) if a background process has failed."""
         self._workers.check()
 
     def close(self) -> None:

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
+import os
 import queue
 import threading
 import time
 import traceback
 
-from drlhp.errors import DrlhpError, LogDirInUseError, WorkerError
+from drlhp.errors import DrlhpError, LogDirInUseError, WorkerError, WriteError
 from drlhp.labelling.schedule import labels_remaining
 from drlhp.labels.store import LabelStore
 from drlhp.labels.stream import LabelRecord, Preference
@@ -27,6 +28,7 @@ from drlhp.reward.torch_setup import set_up_torch
 from drlhp.runtime.messages import PrefsSaved, RunStart, SavePrefs, TrainerFailed, TrainerReady
 from drlhp.runtime.settings import TrainerConfig
 from drlhp.runtime.shared import SharedStats, StopFlag
+from drlhp.storage.files import write_error
 from drlhp.storage.layout import LogDir
 from drlhp.storage.lock import LogDirLock
 from drlhp.storage.run_dir import set_aside_earlier_logs
@@ -47,7 +49,7 @@ def run_reward_trainer(config: TrainerConfig, pref_queue, run_start, commands, r
         parent = multiprocessing.parent_process()
         assert parent is not None and parent.pid is not None  # a worker process: the program started it
         LogDirLock(config.log_dir).acquire(parent.pid)
-    except LogDirInUseError as e:
+    except (LogDirInUseError, WriteError) as e:
         replies.put(TrainerFailed(e))
         stop.wait()  # the main process raises the error and stops us
         return
@@ -180,6 +182,11 @@ class TrainerProcess:
                 paths = self.store.save(cmd.directory)
                 self.stats.labels_in_snapshot.value = self.store.n_in_snapshot
                 self.replies.put(PrefsSaved(paths, len(self.store.buffer.train_db), len(self.store.buffer.val_db)))
+            except WriteError as e:  # the run goes on: its labels are where they were
+                assert isinstance(e.__cause__, OSError)
+                then = "then call save_prefs() again: the run goes on, and has lost nothing."
+                names = " and ".join(os.path.abspath(path) for path in LogDir(cmd.directory).snapshot)
+                self.replies.put(TrainerFailed(write_error(names, e.__cause__, then) or e))
             except Exception:
                 self.replies.put(TrainerFailed(WorkerError(
                     f"drlhp's reward_trainer process could not save the labels:\n{traceback.format_exc()}")))

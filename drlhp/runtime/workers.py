@@ -30,7 +30,7 @@ from typing import Any, TypeVar, cast
 
 from drlhp.clips.frames import FrameSpec
 from drlhp.config import PreferenceConfig
-from drlhp.errors import UsageError, WorkerError
+from drlhp.errors import UsageError, WorkerError, WriteError
 from drlhp.runtime.interface_process import run_pref_interface
 from drlhp.runtime.messages import PrefsSaved, SavePrefs, TrainerFailed, TrainerReady
 from drlhp.runtime.segment_channel import SegmentChannel
@@ -64,6 +64,7 @@ class Workers:
         self.closed = True  # until the processes exist, close() has nothing to stop
         self.started = False
         self._procs: dict[str, multiprocessing.process.BaseProcess] = {}
+        self._failed = False  # a worker's failure was raised: close() then logs, not raises, what else failed
         # Sentinel -> name of each worker not asked to stop: what check() watches on every step.
         self._watched: dict[int, str] = {}
 
@@ -163,13 +164,13 @@ class Workers:
         if ready:
             raise self._failure(self._watched[ready[0]])
 
-    def _failure(self, name: str) -> WorkerError:
+    def _failure(self, name: str) -> WorkerError | WriteError:
         proc = self._procs[name]
         proc.join(1)
         self._watched.pop(proc.sentinel, None)  # report each death once
+        self._failed = True
         try:
-            who, tb = self._errors.get(timeout=1.0)
-            return WorkerError(f"drlhp's {who} process failed:\n{tb}")
+            return _reported_error(*self._errors.get(timeout=1.0))
         except queue.Empty:
             code = proc.exitcode
             how = (f"was killed by signal {signal.Signals(-code).name}" if code is not None and code < 0
@@ -189,11 +190,12 @@ class Workers:
         if self.closed:
             return
         self.closed = True
+        already_failed = self._failed
         atexit.unregister(self._close_at_exit)
-        unreported: WorkerError | None = None
+        unreported: WorkerError | WriteError | None = None
         try:
             self.check()  # a worker that died since the last step(): report it here, once
-        except WorkerError as e:
+        except (WorkerError, WriteError) as e:
             unreported = e
         # Interface first, so every label it made is in the trainer's queue before the trainer stops.
         self._interface_stop.set()
@@ -212,10 +214,12 @@ class Workers:
             q.close()
         if self.channel is not None:
             self.channel.close()
-        if unreported is not None:
-            raise unreported
-        if error:
-            raise WorkerError(error)
+        first = unreported or (None if already_failed else error)
+        if error is not None and error is not first:
+            # A full disk fails both processes: the run's failure is one error, the others go to the log.
+            log.warning("besides the failure reported: %s", error)
+        if first is not None:
+            raise first
 
     def _stop(self, name: str, timeout: float) -> None:
         """Wait up to ``timeout`` s for a worker that was asked to stop; then kill it (it ignores SIGTERM)."""
@@ -229,10 +233,9 @@ class Workers:
             proc.kill()
             proc.join(2)
 
-    def _pending_error(self) -> str | None:
+    def _pending_error(self) -> WorkerError | WriteError | None:
         try:
-            who, tb = self._errors.get_nowait()
-            return f"drlhp's {who} process failed:\n{tb}"
+            return _reported_error(*self._errors.get_nowait())
         except queue.Empty:
             return None
 
@@ -243,6 +246,14 @@ class Workers:
                 self.close()
             except Exception:
                 pass
+
+
+def _reported_error(who: str, traceback_text: str, write_error: str | None) -> WorkerError | WriteError:
+    """The error a worker sent, for the main process: a write the OS refused in one line (the worker logged its
+    traceback), anything else with its traceback."""
+    if write_error is not None:
+        return WriteError(f"drlhp's {who} process stopped: {write_error}")
+    return WorkerError(f"drlhp's {who} process failed:\n{traceback_text}")
 
 
 def _close_at_exit(workers: weakref.ref) -> Callable[[], None]:
@@ -263,8 +274,11 @@ def _worker_main(name: str, target: Callable, args: tuple, error_queue, log_leve
     _stop_when_parent_dies(stop)
     try:
         target(*args)
-    except BaseException:
-        error_queue.put((name, traceback.format_exc()))
+    except BaseException as e:
+        write_error = str(e) if isinstance(e, WriteError) else None
+        if write_error is not None:  # the main process raises it in one line; the details go to the log here
+            logging.getLogger("drlhp").error("%s", write_error, exc_info=True)
+        error_queue.put((name, traceback.format_exc(), write_error))
         error_queue.close()
         error_queue.join_thread()
         raise SystemExit(1) from None

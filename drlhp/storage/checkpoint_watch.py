@@ -19,7 +19,7 @@ def file_version(path: str) -> tuple | None:
     """What changes when a file is replaced (one stat call), or None if there is no file."""
     try:
         st = os.stat(path)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # none, or a file where its directory was (the trainer says)
         return None
     return st.st_mtime_ns, st.st_size, st.st_ino
 

@@ -26,6 +26,7 @@ import os
 import numpy as np
 
 from drlhp.errors import ConfigError, FileFormatError
+from drlhp.storage.files import drop_partial_line, writing
 from drlhp.storage.layout import LogDir
 
 COLUMNS = ("run", "session", "session_start_step", "agent_steps", "true_episode_return", "episode_length",
@@ -56,25 +57,32 @@ class LearningCurveWriter:
     def __init__(self, log_dir: str, run: str, session: int, session_start_step: int) -> None:
         if run not in RUNS:
             raise ConfigError(f"run must be one of {RUNS}, got {run!r}")
-        path = learning_curve_path(log_dir)
-        os.makedirs(log_dir, exist_ok=True)
-        new_file = not os.path.exists(path) or os.path.getsize(path) == 0
-        self._file = open(path, "a", newline="")
-        self._writer = csv.DictWriter(self._file, COLUMNS)
-        if new_file:
-            self._writer.writeheader()
+        self._path = path = learning_curve_path(log_dir)
+        with writing(path):
+            os.makedirs(log_dir, exist_ok=True)
+            if os.path.exists(path):
+                drop_partial_line(path)  # a row cut short when the disk filled
+            new_file = not os.path.exists(path) or os.path.getsize(path) == 0
+            self._file = open(path, "a", newline="")
+            self._writer = csv.DictWriter(self._file, COLUMNS)
+            if new_file:
+                self._writer.writeheader()
         self._fixed = {"run": run, "session": session, "session_start_step": session_start_step}
 
     def add(self, agent_steps: int, true_return: float, episode_length: int, labels: int, wall_time_s: float) -> None:
-        self._writer.writerow({**self._fixed, "agent_steps": agent_steps, "true_episode_return": f"{true_return:.6g}",
-                               "episode_length": episode_length, "labels": labels, "wall_time_s": f"{wall_time_s:.1f}"})
+        with writing(self._path):  # a row may go to the disk here, when the file's buffer fills
+            self._writer.writerow({**self._fixed, "agent_steps": agent_steps,
+                                   "true_episode_return": f"{true_return:.6g}", "episode_length": episode_length,
+                                   "labels": labels, "wall_time_s": f"{wall_time_s:.1f}"})
 
     def flush(self) -> None:
         """Hand the rows to the OS: a killed process keeps them (a power cut may not)."""
-        self._file.flush()
+        with writing(self._path):
+            self._file.flush()
 
     def close(self) -> None:
-        self._file.close()
+        with writing(self._path):
+            self._file.close()
 
 
 def next_session(log_dir: str, run: str) -> int:

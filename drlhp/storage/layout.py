@@ -92,9 +92,19 @@ class LogDir:
             return []
         return [os.path.join(directory, f) for f in sorted(os.listdir(directory)) if f.endswith(JOURNAL_SUFFIX)]
 
+    def journal_from_first_label(self) -> bool:
+        """Whether the journal's oldest file starts at the run's first label (so it holds every label since)."""
+        files = self.journal_files()
+        return bool(files) and os.path.basename(files[0]) == journal_file_name(0)
+
     def has_labels(self) -> bool:
         """Whether the directory holds a label snapshot or journal (of an earlier run)."""
         return any(os.path.exists(p) for p in self.snapshot) or any(os.path.getsize(p) for p in self.journal_files())
+
+
+def journal_file_name(first: int) -> str:
+    """The name of the journal file whose records start at the run's label number (or position) ``first``."""
+    return f"{first:012d}{JOURNAL_SUFFIX}"
 
 
 def checkpoint_path(directory: str) -> str:

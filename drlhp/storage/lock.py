@@ -10,6 +10,7 @@ reusable at once. The lock file itself stays; it names the last owner.
 """
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -17,6 +18,7 @@ import sys
 import time
 
 from drlhp.errors import LogDirInUseError
+from drlhp.storage.files import writing
 from drlhp.storage.layout import LogDir
 
 
@@ -30,8 +32,9 @@ class LogDirLock:
 
     def acquire(self, program_pid: int) -> None:
         """Take the lock for the run of ``program_pid`` (the user's program), or raise ``LogDirInUseError``."""
-        os.makedirs(self.log_dir, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        with writing(self.path):
+            os.makedirs(self.log_dir, exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -46,9 +49,10 @@ class LogDirLock:
                 "drlhp.HumanPreferencesVectorWrapper or drlhp.sb3.HumanPreferencesVecEnvWrapper.)") from None
         owner = {"program_pid": program_pid, "trainer_pid": os.getpid(),
                  "started": time.strftime("%Y-%m-%d %H:%M:%S"), "command": " ".join(sys.argv) or sys.executable}
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, json.dumps(owner).encode(), 0)
-        self._fd = fd
+        self._fd = fd  # the lock is held: what it says of its owner is for people, and may fail on a full disk
+        with contextlib.suppress(OSError):
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, json.dumps(owner).encode(), 0)
 
     def release(self) -> None:
         if self._fd is not None:

@@ -13,7 +13,7 @@ import pytest
 ray = pytest.importorskip("ray")
 psutil = pytest.importorskip("psutil")
 
-from conftest import FAST, StampedEnv, assert_same_in_float32, gone, wait_for  # noqa: E402
+from conftest import FAST, StampedEnv, assert_same_in_float32, gone, labels_by_seq, wait_for  # noqa: E402
 
 from drlhp import PrefBuffer  # noqa: E402
 from drlhp.cluster import (  # noqa: E402
@@ -490,3 +490,39 @@ def test_replay_buffers_drlhp_cannot_relabel_are_refused_with_the_fix():
         ReplayBufferRelabeller(ReplayBuffer(), service)
     with pytest.raises(ConfigError, match="max_time_share"):
         with_preferences(None, small_dot, service, max_time_share=0.0)
+
+
+def test_a_service_worker_that_raises_mid_run_is_a_clear_error_in_the_driver_and_loses_no_label(cluster, tmp_path):
+    # The interface's labeller raises, once the service has trained a checkpoint (a trainer cannot be made to raise
+    # mid-run where Ray starts it: test_worker_faults.py does so on one machine).
+    from test_worker_faults import LABELLER_FAULT, PROMPT_CLOSE_S, LabellerFailingOnCue
+
+    cue, log_dir = tmp_path / "fail now", str(tmp_path / "log")
+    service = start_service(log_dir, labeller=LabellerFailingOnCue(str(cue)))
+    env = linked_env(service.name, 1.0)
+    pids = service.processes()
+
+    def fed(condition) -> bool:
+        run_for(env, seconds=0.1)
+        return condition()
+
+    try:
+        assert wait_for(lambda: fed(lambda: service.stats()["run_labels"] >= CLUSTER["n_initial_prefs"]), timeout=60)
+        service.wait_for_reward_predictor(timeout=120)
+        answered = service.stats()["labels_sent"]
+        cue.touch()  # the labeller raises at the pair the next clip brings
+        with pytest.raises(WorkerError) as err:
+            wait_for(lambda: fed(lambda: service.check() and False), timeout=60, poll=0)
+        assert "pref_interface process failed" in str(err.value) and LABELLER_FAULT in str(err.value)
+        assert "preference service" in str(err.value)
+        with pytest.raises(WorkerError, match="pref_interface"):  # and again: a runner's call cannot swallow it
+            service.check()
+    finally:
+        env.close()
+        start = time.monotonic()
+        service.close()  # the driver saw the failure: closing raises nothing
+        assert time.monotonic() - start < PROMPT_CLOSE_S
+    assert gone(pids["reward_trainer"]) and gone(pids["pref_interface"])  # stopped before close() returned
+    assert wait_for(lambda: gone(pids["service"]), timeout=60)
+    seqs = [seq for seq, *_ in labels_by_seq(PrefBuffer.load_all(log_dir))]
+    assert seqs == list(range(len(seqs))) and len(seqs) >= answered

@@ -25,7 +25,7 @@ from drlhp.cluster import (  # noqa: E402
     RateCap,
 )
 from drlhp.envs.moving_dot import MovingDotEnv  # noqa: E402
-from drlhp.errors import WorkerError  # noqa: E402
+from drlhp.errors import WorkerError, WriteError  # noqa: E402
 from drlhp.frontends.base import PREDICTED_REWARD_KEY, TRUE_REWARD_KEY  # noqa: E402
 
 CLUSTER = dict(FAST, synthetic_preferences=True, pair_selection="random", ensemble_size=1)
@@ -526,3 +526,29 @@ def test_a_service_worker_that_raises_mid_run_is_a_clear_error_in_the_driver_and
     assert wait_for(lambda: gone(pids["service"]), timeout=60)
     seqs = [seq for seq, *_ in labels_by_seq(PrefBuffer.load_all(log_dir))]
     assert seqs == list(range(len(seqs))) and len(seqs) >= answered
+
+
+def test_a_service_that_cannot_write_its_log_dir_mid_run_is_one_write_error_line_in_the_driver(cluster, tmp_path):
+    log_dir, aside = tmp_path / "log", tmp_path / "log.aside"
+    service = start_service(str(log_dir))
+    env = linked_env(service.name, 1.0)
+
+    def fed(condition) -> bool:
+        run_for(env, seconds=0.1)
+        return condition()
+
+    try:
+        assert wait_for(lambda: fed(lambda: service.stats()["run_labels"] >= CLUSTER["n_initial_prefs"]), timeout=60)
+        service.wait_for_reward_predictor(timeout=120)
+        os.rename(log_dir, aside)  # root ignores permissions: a file in the log_dir's place makes it unwritable
+        log_dir.write_text("in the way")
+        with pytest.raises(WriteError) as err:
+            wait_for(lambda: fed(lambda: service.check() and False), timeout=60, poll=0)
+        message = str(err.value)
+        assert "\n" not in message and str(log_dir) in message and "a file stands where" in message
+        assert "preference service" in message
+        with pytest.raises(WriteError):  # and again, to every later caller
+            service.check()
+    finally:
+        env.close()
+        service.close()  # the driver saw the failure: closing raises nothing

@@ -21,8 +21,7 @@ LABELLER_FAULT = "the labeller failed mid-run (raised by the test)"
 class LabellerFailingOnCue:
     """Answers every pair until the file ``cue`` exists, then raises at its next pair, as a labeller of one's own
     with a bug would. Module level, so it pickles into the interface process (on a cluster too: test_cluster.py).
-    The cue is a file, not an Event: gymnasium deep-copies a wrapper's arguments (an Event refuses), and a Ray
-    service runs in a process of Ray's."""
+    The cue is a file, not an Event: a Ray service runs in a process of Ray's, which no Event of the test's reaches."""
 
     pairs_per_segment = 1.0
 
@@ -36,6 +35,32 @@ class LabellerFailingOnCue:
 
     def close(self) -> None:
         pass
+
+
+class LabellerSignalling:
+    """Answers every pair, and sets ``answered`` (a process Event, which gymnasium could not deep-copy)."""
+
+    pairs_per_segment = 1.0
+
+    def __init__(self, answered) -> None:
+        self.answered = answered
+
+    def label(self, a, b) -> float:
+        self.answered.set()
+        return 1.0
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_labeller_of_ones_own_may_hold_a_process_event(tmp_path):
+    answered = multiprocessing.get_context("spawn").Event()
+    env = HumanPreferencesEnvWrapper(FakePixelEnv(), labeller=LabellerSignalling(answered), log_dir=str(tmp_path),
+                                     **FAST)
+    try:
+        step_until(env, answered.is_set)
+    finally:
+        env.close()
 
 
 def fail_training_steps_on(cue, monkeypatch) -> None:

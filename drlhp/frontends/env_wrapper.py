@@ -31,7 +31,9 @@ class HumanPreferencesEnvWrapper(PipelineFrontEnd, gymnasium.Wrapper, gymnasium.
 
     def __init__(self, env: gymnasium.Env, config: PreferenceConfig | None = None, *,
                  pipeline_factory: PipelineFactory | None = None, **kwargs) -> None:
-        gymnasium.utils.RecordConstructorArgs.__init__(self, config=config, **kwargs)
+        # Recorded for env.spec as given, not deep-copied: a labeller may hold what cannot be copied (a process's
+        # Event, a model, a connection), and the settings are the user's objects either way.
+        gymnasium.utils.RecordConstructorArgs.__init__(self, _disable_deepcopy=True, config=config, **kwargs)
         gymnasium.Wrapper.__init__(self, env)
         self._start_pipeline(env.observation_space.sample(), 1, config, kwargs, pipeline_factory)
 

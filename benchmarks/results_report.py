@@ -322,12 +322,7 @@ def label_noise_table(root: Path = RESULTS) -> str:
 
 
 def final_val_accuracy(record: Record) -> str:
-    if record["reward_training_metrics"] is None:
-        return "—"
-    import csv
-
-    with open(record.folder / record["reward_training_metrics"], newline="") as f:
-        rows = list(csv.DictReader(f))
+    rows = record.metrics()
     return f"{float(rows[-1]['val_accuracy']):.3f}" if rows else "—"
 
 

@@ -96,6 +96,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
+from run_records import save_arrays
 
 if TYPE_CHECKING:
     from drlhp.reward.predictor import RewardPredictor
@@ -135,8 +136,8 @@ def record(agent_dir: str, out: str, agents: list[int] | None, steps: int, seed:
         starts = np.flatnonzero(np.r_[True, np.diff(episode_of) != 0])
         # A step's stack is the one before it shifted by one frame, except at an episode's start: keeping the
         # newest frames and the episodes' first stacks keeps everything in a fifth of the bytes.
-        np.savez_compressed(name, newest=stacks[..., -1], first_stacks=stacks[starts], episode_starts=starts,
-                            rewards=np.array(rewards, np.float32), episodes=episode_of, agent_steps=step, seed=seed)
+        save_arrays(name, newest=stacks[..., -1], first_stacks=stacks[starts], episode_starts=starts,
+                    rewards=np.array(rewards, np.float32), episodes=episode_of, agent_steps=step, seed=seed)
         print(f"{name}: {steps} steps, {episode} complete episodes, true return per 1k steps "
               f"{1000 * np.sum(rewards) / steps:+.1f}, {os.path.getsize(name) / 1e6:.1f} MB", flush=True)
 
@@ -172,8 +173,8 @@ def record_mujoco(agent_dir: str, out: str, agents: list[int] | None, steps: int
         agent.policy.load_state_dict(load_agent_state(path)["policy"])  # the policy is all that plays
         observations, rewards, episodes, episode = play(agent, venv, steps)
         name = os.path.join(out, f"agent_{step}.npz")
-        np.savez_compressed(name, observations=observations.astype(np.float32), rewards=rewards,
-                            episodes=episodes, agent_steps=step, seed=seed)
+        save_arrays(name, observations=observations.astype(np.float32), rewards=rewards, episodes=episodes,
+                    agent_steps=step, seed=seed)
         print(f"{name}: {steps} steps, {episode} complete episodes, true return per 1k steps "
               f"{1000 * np.sum(rewards) / steps:+.1f}", flush=True)
 

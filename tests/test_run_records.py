@@ -1,12 +1,15 @@
 """Run records: learning_curves.py writes one per finished run, with what made it; the records are checked."""
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -15,7 +18,7 @@ sys.path.insert(0, str(ROOT / "examples"))
 import run_records  # noqa: E402  (the benchmarks' own module, from benchmarks/)
 from agent_checkpoint import load_agent_state  # noqa: E402  (the examples' own module, from examples/)
 from learning_curves import changed_defaults, drlhp_settings, launches_of, teacher_of  # noqa: E402
-from run_records import RecordError, free_folder, read_records, record_name, write_record  # noqa: E402
+from run_records import RecordError, free_folder, read_records, record_name, slim, write_record  # noqa: E402
 
 ROW = {"run": "drlhp", "agent_steps": 100, "true_episode_return": 1.5, "labels": 8, "wall_time_s": 3.0,
        "episode_length": 50, "session": 0}
@@ -120,9 +123,71 @@ def test_learning_curves_records_each_finished_run_once_with_its_command_commit_
     state = load_agent_state(str(out / "drlhp" / "agent" / "agent.pt"))
     older = {key: value for key, value in state.items() if key != "drlhp_settings"}
     assert drlhp_settings(older) == state["drlhp_settings"] == drlhp["settings"]["drlhp"]
-    assert drlhp["reward_training_metrics"] == "reward_training_metrics.csv"
+    # The metrics gzipped in the record, the same rows as the log_dir's plain CSV, with no time stamp in the bytes.
+    assert drlhp["reward_training_metrics"] == "reward_training_metrics.csv.gz"
+    plain = (out / "drlhp" / "reward_training_metrics.csv").read_bytes()
+    assert (drlhp.folder / "reward_training_metrics.csv.gz").read_bytes() == run_records.gzipped(plain)
+    assert drlhp.metrics() == run_records.read_csv(out / "drlhp" / "reward_training_metrics.csv") != []
+    assert true_reward.metrics() is None
     curve = drlhp.curve()
     assert len(curve["agent_steps"]) > 0 and curve["agent_steps"][-1] <= 256
 
     again = run_learning_curves("--example", "moving_dot", "--out", str(out), "--plot-only", "--record", str(results))
     assert again.count("recorded before") == 2 and len(read_records(results)) == 2
+
+
+def test_the_records_folder_keeps_to_its_budget():
+    """benchmarks/results/ under 20 MiB, no file in it over 2 MiB: the message names what breaks it and the fix."""
+    problem = run_records.over_budget(run_records.RESULTS)
+    assert problem is None, problem
+
+
+def test_the_budget_names_each_file_over_it_and_the_slim_command(tmp_path, monkeypatch):
+    (tmp_path / "t" / "a").mkdir(parents=True)
+    (tmp_path / "t" / "a" / "big.csv").write_bytes(b"0" * 600)
+    (tmp_path / "t" / "a" / "small.csv").write_bytes(b"0" * 100)
+    assert run_records.over_budget(tmp_path) is None
+    monkeypatch.setattr(run_records, "FILE_LIMIT_BYTES", 500)
+    problem = run_records.over_budget(tmp_path)
+    assert problem is not None and "big.csv is" in problem and "small.csv" not in problem
+    assert "python benchmarks/run_records.py slim" in problem
+    monkeypatch.setattr(run_records, "BUDGET_BYTES", 700)
+    assert "not under" in run_records.over_budget(tmp_path)
+
+
+def test_slim_gzips_a_records_plain_metrics_and_repacks_recordings_losslessly_once(tmp_path):
+    folder = write_record(tmp_path / "t" / "drlhp_seed0_40labels", a_record(), [ROW])
+    rows = b"training_step,val_accuracy\r\n50,0.625\r\n100,0.75\r\n"
+    # A record as older code wrote it: the plain CSV, named so in run.json (its other bytes as they were).
+    (folder / "reward_training_metrics.csv").write_bytes(rows)
+    text = (folder / "run.json").read_text().replace('"reward_training_metrics": null',
+                                                     '"reward_training_metrics": "reward_training_metrics.csv"')
+    (folder / "run.json").write_text(text)
+    frames = np.tile(np.arange(84 * 84, dtype=np.uint8).reshape(84, 84), (50, 1, 1))
+    recording = tmp_path / "t" / "policies" / "agent_7.npz"
+    recording.parent.mkdir()
+    np.savez_compressed(recording, newest=frames, rewards=np.ones(50, np.float32), agent_steps=7)
+
+    done = slim(tmp_path)
+    assert len(done) == 2 and "gzipped" in done[0] and "with LZMA" in done[1]
+    assert not (folder / "reward_training_metrics.csv").exists()
+    assert gzip.decompress((folder / "reward_training_metrics.csv.gz").read_bytes()) == rows
+    assert (folder / "run.json").read_text() == text.replace('metrics.csv"', 'metrics.csv.gz"')
+    [record] = read_records(tmp_path)
+    assert record.metrics() == [{"training_step": "50", "val_accuracy": "0.625"},
+                                {"training_step": "100", "val_accuracy": "0.75"}]
+    with zipfile.ZipFile(recording) as z:
+        assert {m.compress_type for m in z.infolist()} == {zipfile.ZIP_LZMA}
+    with np.load(recording, allow_pickle=False) as data:
+        assert (data["newest"] == frames).all() and data["newest"].dtype == np.uint8 and int(data["agent_steps"]) == 7
+    lean = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    assert slim(tmp_path) == [] and {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == lean
+
+
+def test_recordings_saved_with_lzma_are_the_same_bytes_each_time_and_load_as_npz(tmp_path):
+    arrays = {"observations": np.linspace(0, 1, 60, dtype=np.float32).reshape(20, 3), "seed": 3}
+    run_records.save_arrays(tmp_path / "a.npz", **arrays)
+    run_records.save_arrays(tmp_path / "b.npz", **arrays)
+    assert (tmp_path / "a.npz").read_bytes() == (tmp_path / "b.npz").read_bytes()
+    with np.load(tmp_path / "a.npz", allow_pickle=False) as data:
+        assert data.files == ["observations", "seed"] and (data["observations"] == arrays["observations"]).all()

@@ -59,6 +59,8 @@ from typing import IO
 
 import numpy as np
 
+from drlhp.reward.metrics import METRICS_DIGITS, significant
+
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
 RECORD_FILE = "run.json"
@@ -113,6 +115,24 @@ def open_csv(path: str | Path) -> IO[str]:
 def read_csv(path: str | Path) -> list[dict[str, str]]:
     with open_csv(path) as f:
         return list(csv.DictReader(f))
+
+
+def rounded_csv(data: bytes) -> bytes:
+    """A metrics CSV with its floats at the significant digits drlhp writes them with today (``METRICS_DIGITS``):
+    an older drlhp wrote every float's 17 digits, which doubled a long run's file and meant nothing more."""
+    rows = list(csv.reader(io.StringIO(data.decode())))
+    out = io.StringIO()
+    csv.writer(out).writerows([rows[0], *([_rounded(cell) for cell in row] for row in rows[1:])])
+    return out.getvalue().encode()
+
+
+def _rounded(cell: str) -> str:
+    if not cell or cell.lstrip("-").isdigit():
+        return cell
+    try:
+        return significant(float(cell))
+    except ValueError:
+        return cell
 
 
 def gzipped(data: bytes) -> bytes:
@@ -190,7 +210,7 @@ def write_record(folder: Path, data: dict, curve_rows: list[dict], metrics_path:
         writer.writerows(curve_rows)
     data = {**data, "curve": CURVE_FILE, "reward_training_metrics": None}
     if metrics_path is not None and os.path.exists(metrics_path):
-        (folder / METRICS_FILE).write_bytes(gzipped(Path(metrics_path).read_bytes()))
+        (folder / METRICS_FILE).write_bytes(gzipped(rounded_csv(Path(metrics_path).read_bytes())))
         data["reward_training_metrics"] = METRICS_FILE
     data = {k: data.get(k) for k in KEYS}
     check(data, folder)
@@ -211,11 +231,13 @@ def read_records(root: Path = RESULTS) -> list[Record]:
 # -- lean records ---------------------------------------------------------------------------------------------------
 
 def slim(root: Path = RESULTS) -> list[str]:
-    """Bring every file under ``root`` to the lean form, in place, losslessly; what it changed, a line each. A second
-    run changes nothing.
+    """Bring every file under ``root`` to the lean form, in place; what it changed, a line each. A second run changes
+    nothing.
 
     - a record's plain metrics CSV: gzipped beside it (``reward_training_metrics.csv.gz``), its ``run.json`` naming
-      that, the CSV removed;
+      that, the CSV removed; its floats, there or in a gzipped one, at the ``METRICS_DIGITS`` significant digits
+      drlhp writes today (an older drlhp wrote 17: the only change that is not lossless, and to nothing a page
+      reads);
     - a ``.npz`` whose arrays are stored otherwise than LZMA-compressed (``np.savez``/``savez_compressed``'s):
       rewritten with LZMA (:func:`save_arrays`), the same members in the same order, their bytes checked."""
     done = []
@@ -224,13 +246,13 @@ def slim(root: Path = RESULTS) -> list[str]:
         data = json.loads(text)
         plain, packed = path.parent / PLAIN_METRICS_FILE, path.parent / METRICS_FILE
         if data.get("reward_training_metrics") == METRICS_FILE and plain.is_file() and packed.is_file() and (
-                gzipped(plain.read_bytes()) == packed.read_bytes()):  # a slim stopped before its last step
+                gzipped(rounded_csv(plain.read_bytes())) == packed.read_bytes()):  # a slim stopped before its last step
             plain.unlink()
             done.append(f"{_rel(plain, root)}: removed, the same rows as {METRICS_FILE} beside it")
         if data.get("reward_training_metrics") != PLAIN_METRICS_FILE:
             continue
         before = plain.stat().st_size
-        packed.write_bytes(gzipped(plain.read_bytes()))
+        packed.write_bytes(gzipped(rounded_csv(plain.read_bytes())))
         key = f'"reward_training_metrics": "{PLAIN_METRICS_FILE}"'
         # Only that value changes: the rest of the file (written by hand for some) keeps its every byte.
         new_text = text.replace(key, f'"reward_training_metrics": "{METRICS_FILE}"') if key in text else None
@@ -240,6 +262,13 @@ def slim(root: Path = RESULTS) -> list[str]:
         plain.unlink()
         done.append(f"{_rel(packed, root)}: {before / 1024:,.0f} kB as CSV, {packed.stat().st_size / 1024:,.0f} kB "
                     "gzipped")
+    for packed in sorted(root.rglob(METRICS_FILE)):
+        rows = gzip.decompress(packed.read_bytes())
+        if rounded_csv(rows) != rows:
+            before = packed.stat().st_size
+            packed.write_bytes(gzipped(rounded_csv(rows)))
+            done.append(f"{_rel(packed, root)}: floats to {METRICS_DIGITS} significant digits, {before / 1024:,.0f} "
+                        f"-> {packed.stat().st_size / 1024:,.0f} kB")
     for path in sorted(root.rglob("*.npz")):
         with zipfile.ZipFile(path) as z:
             members = z.infolist()

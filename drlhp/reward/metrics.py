@@ -24,6 +24,15 @@ METRICS_COLUMNS = ("training_step", "wall_time_s", "labels", "labels_asked", "la
                    "noise_prob", "pairs_left_out")
 
 
+#: Significant digits of the CSV's floats: a loss or an accuracy needs no more, and a long run's file halves.
+METRICS_DIGITS = 6
+
+
+def significant(value):
+    """A float as the CSV writes it (``METRICS_DIGITS`` significant digits); anything else as it is."""
+    return f"{value:.{METRICS_DIGITS}g}" if isinstance(value, float) else value
+
+
 class MetricsLog:
     """Appends a row per checkpoint to the CSV file ``path``; ``tensorboard_log``: also a TensorBoard run there."""
 
@@ -48,7 +57,7 @@ class MetricsLog:
                "labels_retracted": labels_retracted, "pairs_answered_twice": agreement.n_pairs,
                "agreement": agreement.rate(), "centre_gap": e.centre_gap, "noise_prob": e.noise_prob,
                "pairs_left_out": e.pairs_left_out}
-        append_csv_row(self.path, METRICS_COLUMNS, row)
+        append_csv_row(self.path, METRICS_COLUMNS, {key: significant(value) for key, value in row.items()})
         if self.scalars is not None:
             self.scalars.add(e.training_step, {
                 "reward/train_loss": e.train_loss, "reward/train_accuracy": e.train_accuracy,

@@ -60,7 +60,7 @@ from typing import Callable, Union
 import numpy as np
 
 from drlhp.clips.segments import PackedSegment
-from drlhp.storage.files import writing
+from drlhp.storage.files import fsync_dir, writing
 from drlhp.storage.layout import LogDir, journal_file_name
 
 log = logging.getLogger("drlhp.journal")
@@ -227,7 +227,7 @@ class JournalWriter:
         self._path = os.path.join(self.directory, journal_file_name(first))
         with writing(self._path):
             self._fd = os.open(self._path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-            _fsync_dir(self.directory)  # so the new file's name survives a power cut too
+            fsync_dir(self.directory)  # so the new file's name survives a power cut too
         self._first, self._needed_until, self._clips_in_file = first, first, set()
         self._file_head = [self._task] if self._task else []  # goes out with the file's first record
 
@@ -239,14 +239,6 @@ class JournalWriter:
 
 def _rounded(seconds: float | None) -> float | None:
     return None if seconds is None else round(seconds, 3)
-
-
-def _fsync_dir(directory: str) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 # -- reading ---------------------------------------------------------------------------

@@ -47,14 +47,15 @@ def write_error(path: str, error: OSError, then: str = RESUME) -> WriteError | N
 
 
 @contextlib.contextmanager
-def writing(*paths: str) -> Iterator[None]:
-    """Raise the OS's refusal to write ``paths`` as a ``WriteError`` (from the OSError, which keeps the details)."""
+def writing(*paths: str, then: str = RESUME) -> Iterator[None]:
+    """Raise the OS's refusal to write ``paths`` as a ``WriteError`` ending with what to do ``then`` (from the OSError,
+    which keeps the details)."""
     try:
         yield
     except WriteError:
         raise
     except OSError as e:
-        error = write_error(" and ".join(os.path.abspath(path) for path in paths), e)
+        error = write_error(" and ".join(os.path.abspath(path) for path in paths), e, then)
         if error is None:
             raise
         raise error from e
@@ -91,7 +92,7 @@ def atomic_writes(paths: Sequence[str]) -> Iterator[list[BinaryIO]]:
                 os.unlink(tmp)
         raise
     for directory in {os.path.dirname(os.path.abspath(path)) for path in paths}:
-        _fsync_dir(directory)
+        fsync_dir(directory)
 
 
 @contextlib.contextmanager
@@ -101,7 +102,7 @@ def atomic_write(path: str) -> Iterator[BinaryIO]:
         yield f
 
 
-def _fsync_dir(directory: str) -> None:
+def fsync_dir(directory: str) -> None:
     """Make the directory's entries (a file renamed into it) survive a power cut."""
     dir_fd = os.open(directory, os.O_RDONLY)
     try:
@@ -147,23 +148,13 @@ def drop_partial_line(path: str) -> None:
 def prepare_log_dir(log_dir: str) -> None:
     """Create ``log_dir`` if need be and try writing a file in it: before a run does any work, a log_dir it cannot
     write raises a ``WriteError`` naming it and the fix."""
-    try:
+    if os.path.exists(log_dir) and not os.path.isdir(log_dir):
+        raise WriteError(f"log_dir {os.path.abspath(log_dir)!r} cannot be written: it is a file. Give the run a "
+                         "directory (a new one, or the log_dir of the run to resume).")
+    with writing(log_dir, then="then start the run again."):
         os.makedirs(log_dir, exist_ok=True)
         with tempfile.TemporaryFile(dir=log_dir):
             pass
-    except OSError as e:
-        cause = WRITE_FAULTS.get(e.errno) if e.errno is not None else None
-        if cause is None:
-            raise
-        if os.path.isfile(log_dir):
-            cause, fix = "it is a file", "Give the run a directory (a new one, or the log_dir of the run to resume)"
-        elif e.errno in (errno.ENOTDIR, errno.EEXIST):
-            fix = "Move that file out of the way, or give the run another log_dir"
-        elif e.errno in (errno.ENOSPC, errno.EDQUOT):
-            fix = "Free space on that disk, or give the run a log_dir on another"
-        else:
-            fix = "Make it writable, or give the run another log_dir"
-        raise WriteError(f"log_dir {os.path.abspath(log_dir)!r} cannot be written: {cause}. {fix}.") from e
 
 
 def set_aside(path: str) -> str:

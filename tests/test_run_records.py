@@ -155,10 +155,11 @@ def test_the_budget_names_each_file_over_it_and_the_slim_command(tmp_path, monke
     assert "not under" in run_records.over_budget(tmp_path)
 
 
-def test_slim_gzips_a_records_plain_metrics_and_repacks_recordings_losslessly_once(tmp_path):
+def test_slim_gzips_a_records_plain_metrics_rounds_its_floats_and_repacks_recordings_once(tmp_path):
     folder = write_record(tmp_path / "t" / "drlhp_seed0_40labels", a_record(), [ROW])
     rows = b"training_step,val_accuracy\r\n50,0.6250000000000001\r\n100,0.75\r\n"
-    # A record as older code wrote it (its floats' every digit: rounded to drlhp's six significant ones today): the plain CSV, named so in run.json (its other bytes as they were).
+    # A record as older code wrote it: the plain CSV (its floats to 17 digits), named so in run.json (its other
+    # bytes as they were).
     (folder / "reward_training_metrics.csv").write_bytes(rows)
     text = (folder / "run.json").read_text().replace('"reward_training_metrics": null',
                                                      '"reward_training_metrics": "reward_training_metrics.csv"')

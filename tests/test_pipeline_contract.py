@@ -21,9 +21,11 @@ class Recording(Pipeline):
         self.config = PreferenceConfig(obs_transform_func=None)
         self.frame_spec, self.n_envs = infer_frame_spec(frame), n_envs
         self.labelling_url = self.labelling_owner_url = None
-        self._clips = None
+        self.episode_clips = None
         self.steps: list[tuple] = []
         self.closed = False
+
+    def count_env_steps(self, n: int) -> None: ...
 
     def step(self, frames, true_rewards, recorded=None, episode_ends=None):
         self.steps.append((frames.shape, list(true_rewards), episode_ends))

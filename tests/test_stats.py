@@ -30,7 +30,7 @@ def runner_stats() -> PipelineStats:
     """A Ray runner's pipeline's stats(), without Ray: its counters as they are after some steps."""
     runner = object.__new__(RunnerPipeline)  # its __init__ looks up the service on a Ray cluster
     runner.n_envs, runner._predictor, runner._weights_version = 3, None, 2
-    runner._clips = EpisodeClips(SPEC, 5, 3)
+    runner.episode_clips = EpisodeClips(SPEC, 5, 3)
     runner.counts = {"clips_cut": 9, "clips_sent": 5, "clips_over_share": 3, "clips_dropped_backlog": 1}
     return runner.stats()
 

@@ -47,7 +47,7 @@ class RunnerPipeline(Pipeline):
         clip_share: this runner's share of the service's clips/s (its envs / all envs in the cluster).
     """
 
-    _clips: EpisodeClips  # a runner always cuts clips
+    episode_clips: EpisodeClips  # a runner always cuts clips
 
     def __init__(self, service_name: str, n_envs: int = 1, clip_share: float = 1.0,
                  flush_interval: float = 0.5, weights_poll_interval: float = 1.0) -> None:
@@ -58,7 +58,7 @@ class RunnerPipeline(Pipeline):
         set_up_torch(self.config.torch_threads)
         self.labelling_url = None  # the page is the service's: PreferenceService.labelling_url
         self.labelling_owner_url = None
-        self._clips = EpisodeClips(self.frame_spec, self.config.segment_length, n_envs)
+        self.episode_clips = EpisodeClips(self.frame_spec, self.config.segment_length, n_envs)
         rate = settings["clips_per_second"] * clip_share
         self._cap = RateCap(rate, burst=max(1.0, rate * flush_interval))
         # A new source per env and per restart: the episodes of a restarted runner stay apart.
@@ -81,7 +81,7 @@ class RunnerPipeline(Pipeline):
         """Take one step of every env; returns their normalised predicted rewards (zeros before the first
         weights), or None after ``switch_to_true_reward()``."""
         self._unreported_steps += self.n_envs if recorded is None else sum(recorded)
-        for env_index, episode, clip_frames, clip_rewards in self._clips.add(frames, true_rewards, recorded,
+        for env_index, episode, clip_frames, clip_rewards in self.episode_clips.add(frames, true_rewards, recorded,
                                                                              episode_ends):
             self._keep(env_index, episode, clip_frames, clip_rewards)
         now = time.monotonic()
@@ -96,6 +96,10 @@ class RunnerPipeline(Pipeline):
         if self._predictor is None:
             return np.zeros(self.n_envs)
         return self._predictor.rewards(frames)
+
+    def count_env_steps(self, n: int) -> None:
+        """Steps taken elsewhere: the service's label schedule counts them with this runner's next clips."""
+        self._unreported_steps += n
 
     def _keep(self, env_index: int, episode: int, frames: np.ndarray, rewards: np.ndarray) -> None:
         self.counts["clips_cut"] += 1
@@ -147,7 +151,7 @@ class RunnerPipeline(Pipeline):
         return PipelineStats(
             n_envs=self.n_envs, clips_sent=c["clips_sent"],
             clips_dropped=c["clips_over_share"] + c["clips_dropped_backlog"],
-            tail_frames_dropped=self._clips.n_tail_frames_dropped,
+            tail_frames_dropped=self.episode_clips.n_tail_frames_dropped,
             predictor_training_step=self._predictor.training_step if self._predictor else None,
             clips_cut=c["clips_cut"], clips_over_share=c["clips_over_share"],
             clips_dropped_backlog=c["clips_dropped_backlog"], weights_version=self._weights_version)

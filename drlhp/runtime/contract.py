@@ -27,7 +27,7 @@ class Pipeline(ABC):
     n_envs: int
     labelling_url: str | None  # the labelling page's address, token included (labelling="web"), else None
     labelling_owner_url: str | None  # the run owner's page, its own token (labelling="web"), else None
-    _clips: EpisodeClips | None  # each env's unfinished clip; None: no clips are collected
+    episode_clips: EpisodeClips | None  # each env's unfinished clip; None: no clips are collected
 
     @abstractmethod
     def step(self, frames: np.ndarray, true_rewards: Sequence[float], recorded: Sequence[bool] | None = None,
@@ -36,13 +36,18 @@ class Pipeline(ABC):
 
     def end_episode(self, env_index: int) -> None:
         """Env ``env_index``'s episode ended (or it was reset): its unfinished clip is dropped."""
-        if self._clips is not None:
-            self._clips.end_episode(env_index)
+        if self.episode_clips is not None:
+            self.episode_clips.end_episode(env_index)
 
     def end_all_episodes(self) -> None:
         """Every env's episode ended (or all were reset)."""
         for i in range(self.n_envs):
             self.end_episode(i)
+
+    @abstractmethod
+    def count_env_steps(self, n: int) -> None:
+        """``n`` env steps taken elsewhere (a resumed run's before its agent checkpoint): the label schedule's clock
+        counts them as its own."""
 
     @property
     @abstractmethod

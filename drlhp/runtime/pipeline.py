@@ -81,7 +81,7 @@ class PreferencePipeline(Pipeline):
             self._user_choice = True
 
         # Episode ids are unique across envs, so the interface can tell episodes apart.
-        self._clips = EpisodeClips(frame_spec, config.segment_length, n_envs) if config.collect_prefs else None
+        self.episode_clips = EpisodeClips(frame_spec, config.segment_length, n_envs) if config.collect_prefs else None
         self._channel: SegmentChannel | None = None  # the workers', on the step path without a lookup
         if config.collect_prefs or config.train_reward:
             self._start_workers(pretrained_ckpt, human, web)
@@ -123,8 +123,8 @@ class PreferencePipeline(Pipeline):
         """
         self._workers.check()
         self._stats.env_steps.value += self.n_envs if recorded is None else sum(recorded)
-        if self._clips is not None:
-            for env_index, episode, clip_frames, clip_rewards in self._clips.add(frames, true_rewards, recorded,
+        if self.episode_clips is not None:
+            for env_index, episode, clip_frames, clip_rewards in self.episode_clips.add(frames, true_rewards, recorded,
                                                                                  episode_ends):
                 assert self._channel is not None  # collecting clips: _start_workers made the channel
                 self._channel.send(clip_frames, clip_rewards, episode, env_index)
@@ -226,7 +226,7 @@ class PreferencePipeline(Pipeline):
             n_envs=self.n_envs,
             clips_sent=self._channel.n_sent if self._channel is not None else 0,
             clips_dropped=self._channel.n_dropped if self._channel is not None else 0,
-            tail_frames_dropped=self._clips.n_tail_frames_dropped if self._clips is not None else 0,
+            tail_frames_dropped=self.episode_clips.n_tail_frames_dropped if self.episode_clips is not None else 0,
             predictor_training_step=self._predictor.training_step if self._predictor else None,
             label_budget=budget, labels_remaining=labels_remaining(budget, shared["labels_asked"]),
             pairs_answered_twice=n_twice,

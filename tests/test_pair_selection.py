@@ -51,7 +51,7 @@ def test_the_interface_asks_about_the_pair_the_members_disagree_on_most():
     interface.add_segment(seg(10, [20, 0, -20]))  # the members disagree about this clip
     interface.add_segment(seg(11, [0, 0, 0]))
     scorer.poll = lambda: None
-    a, b = interface.pick_pair()
+    a, b = interface.chooser.pick()
     assert 10 in (a.seg_id, b.seg_id)
 
 
@@ -63,7 +63,7 @@ def test_a_pick_evaluates_only_a_few_new_clips():
                               NoLabeller(), None, scorer=scorer)
     for i in range(200):
         interface.add_segment(seg(i, [i % 7, i % 5, i % 3]))
-    assert interface.pick_pair() is not None
+    assert interface.chooser.pick() is not None
     assert predictor.frames_evaluated == 4 * 5  # four clips of five frames, however many clips wait
 
 
@@ -72,7 +72,7 @@ def test_random_until_there_is_an_ensemble():
     interface = PrefInterface(PrefInterfaceConfig(max_segs=20, seed=0), NoLabeller(), None, scorer=scorer)
     for i in range(5):
         interface.add_segment(seg(i, [0, 0, 0]))
-    assert not scorer.ready and interface.pick_pair() is not None
+    assert not scorer.ready and interface.chooser.pick() is not None
 
 
 @pytest.mark.parametrize("val, train, direction", [(2.0, 1.0, 1), (1.3, 1.0, 0), (1.0, 1.0, -1)])

@@ -25,7 +25,7 @@ def test_pairs_are_distinct_and_never_repeated():
     for i in range(6):
         iface.add_segment(seg(i, i))
     seen = set()
-    while (pair := iface.pick_pair()) is not None:
+    while (pair := iface.chooser.pick()) is not None:
         a, b = pair
         assert a.seg_id != b.seg_id
         key = frozenset((a.seg_id, b.seg_id))
@@ -40,8 +40,8 @@ def test_segments_travel_once_and_are_forgotten_when_they_leave_the_buffer():
     iface = PrefInterface(PrefInterfaceConfig(max_segs=3, seed=0), SyntheticLabeller(), out)
     for i in range(3):
         iface.add_segment(seg(i, i))
-    iface.ask(iface.segments[0], iface.segments[1])
-    iface.ask(iface.segments[0], iface.segments[2])
+    iface.ask(iface.chooser.segments[0], iface.chooser.segments[1])
+    iface.ask(iface.chooser.segments[0], iface.chooser.segments[2])
     iface.add_segment(seg(3, 3))  # evicts segment 0
     msgs = [out.get_nowait() for _ in range(out.qsize())]
     sent = [m.segment.seg_id for m in msgs if isinstance(m, SegmentData)]
@@ -60,7 +60,7 @@ def test_a_label_for_clips_that_left_the_buffer_while_their_pair_was_out_sends_t
     iface.mark_asked(a, b)  # handed to a web labeller, who takes their time
     iface.add_segment(seg(2, 2))
     iface.add_segment(seg(3, 3))  # a and b leave the buffer
-    assert iface.n_asked == 1 and iface.pick_pair() is not None
+    assert iface.n_asked == 1 and iface.chooser.pick() is not None
     iface.record(a, b, 1.0, "web:alice")
     msgs = [out.get_nowait() for _ in range(out.qsize())]
     assert all(isinstance(m, SegmentData) for m in msgs[:2]) and [m.segment.seg_id for m in msgs[:2]] == [0, 1]
@@ -81,8 +81,8 @@ def test_incomparable_answers_record_nothing_and_are_not_asked_again():
     iface = PrefInterface(PrefInterfaceConfig(max_segs=5, seed=0), Shrug(), out)
     iface.add_segment(seg(0, 0))
     iface.add_segment(seg(1, 1))
-    assert iface.ask(*iface.pick_pair()) is None
-    assert out.empty() and iface.pick_pair() is None
+    assert iface.ask(*iface.chooser.pick()) is None
+    assert out.empty() and iface.chooser.pick() is None
 
 
 def test_interface_needs_room_for_a_pair():
@@ -112,11 +112,11 @@ def test_the_interface_asks_as_the_schedule_allows_and_journals_each_label_befor
                           SyntheticLabeller(), out, journal=journal)
     for i in range(8):
         iface.receive(seg(i, i))
-    assert not iface.segments  # received clips join the buffer at the next step
+    assert not iface.chooser.segments  # received clips join the buffer at the next step
     for _ in range(10):
         iface.step(env_steps=0)
     labels = [m for m in out.queue if isinstance(m, Preference)]
-    assert len(iface.segments) == 8 and iface.n_asked == iface.n_sent == len(labels) == 3  # the initial batch
+    assert len(iface.chooser.segments) == 8 and iface.n_asked == iface.recorder.n_sent == len(labels) == 3  # the initial batch
     assert [r.seq for r in read_journal(str(tmp_path))] == [0, 1, 2]
     for _ in range(10):
         iface.step(env_steps=50)  # half the horizon: half the other 7 labels
@@ -166,7 +166,7 @@ def test_a_concurrent_labeller_gets_pairs_on_offer_and_its_answers_are_recorded(
     iface.step(env_steps=0)  # their answers come back: one label, one "can't tell"; two more pairs on offer
     labels = [m for m in out.queue if isinstance(m, Preference)]
     assert len(labels) == 1 and labels[0].labeller == "web:ann" and labels[0].seconds == 2.0
-    assert iface.n_asked == 4 and iface.n_sent == 1 and page.progress == (1, 4)
+    assert iface.n_asked == 4 and iface.recorder.n_sent == 1 and page.progress == (1, 4)
     iface.close()  # the answers that came in as it stopped are recorded too
     assert page.closed and len([m for m in out.queue if isinstance(m, Preference)]) == 2
 

@@ -55,7 +55,7 @@ def test_l_r_undo_e_leaves_l_and_e_and_asks_the_taken_back_pair_again_then_the_o
     assert [(type(r).__name__, r.seq) for r in records] == [
         ("Preference", 0), ("Preference", 1), ("Retraction", 1), ("Preference", 2), ("Preference", 3)]
     assert records[2].labeller == "Scripted" and records[3].label == 0.5
-    assert (iface.n_asked, iface.next_seq, iface.ledger.n_retracted) == (3, 4, 1)  # the budget got the label back
+    assert (iface.n_asked, iface.recorder.next_seq, iface.recorder.ledger.n_retracted) == (3, 4, 1)  # the budget got the label back
     iface.close()
     buffer = PrefBuffer.load(str(tmp_path), 100, 0.2)  # what a resumed run reads: the journal, replayed
     assert [(seq, (a, b), label) for seq, a, b, label, _ in labels_by_seq(buffer)] == [
@@ -67,7 +67,7 @@ def test_undo_goes_back_to_the_limit_and_no_further():
     iface = PrefInterface(PrefInterfaceConfig(max_segs=20, seed=0, undo_limit=2), SyntheticLabeller(), queue.Queue())
     for i in range(8):
         iface.add_segment(seg(i, i))
-    asked = [iface.pick_pair() for _ in range(3)]
+    asked = [iface.chooser.pick() for _ in range(3)]
     for a, b in asked:
         iface.ask(a, b)
     name = "SyntheticLabeller"
@@ -77,7 +77,7 @@ def test_undo_goes_back_to_the_limit_and_no_further():
     with pytest.raises(NothingToUndo):
         iface.retract_last("someone else")  # nobody takes back another labeller's answers
     assert iface.n_asked == 1
-    unasked = {frozenset((a.seg_id, b.seg_id)) for a, b in iface.candidate_pairs(100)}
+    unasked = {frozenset((a.seg_id, b.seg_id)) for a, b in iface.chooser.candidate_pairs(100)}
     assert {frozenset((a.seg_id, b.seg_id)) for a, b in asked[1:]} <= unasked  # taken back: may be asked again
 
 
@@ -88,7 +88,7 @@ def test_an_undo_with_nothing_to_take_back_asks_the_pair_on_screen_again_and_los
         iface.add_segment(seg(i, i))
     iface.step(0)
     iface.step(0)
-    assert person.shown[0] == person.shown[1] and (iface.n_asked, iface.next_seq) == (1, 1)
+    assert person.shown[0] == person.shown[1] and (iface.n_asked, iface.recorder.next_seq) == (1, 1)
 
 
 def test_two_teachers_agree_as_often_as_their_mistake_rates_say():
@@ -102,17 +102,17 @@ def test_two_teachers_agree_as_often_as_their_mistake_rates_say():
     for i in range(100):
         iface.add_segment(seg(i, float(rng.integers(0, 4))))  # returns 0-3: a quarter of the pairs tie
     for _ in range(2000):
-        iface.ask(*iface.pick_pair())
+        iface.ask(*iface.chooser.pick())
     seconds = [r for r in out.queue if isinstance(r, SecondAnswer)]
     firsts = {r.seq: r for r in out.queue if isinstance(r, Preference)}
     assert len(seconds) == len(firsts) == 2000
     assert {r.labeller for r in seconds} | {r.labeller for r in firsts.values()} == {"synthetic:careful",
                                                                                      "synthetic:hasty"}
     assert all(firsts[r.seq].labeller != r.labeller for r in seconds)  # a second opinion is someone else's
-    returns = {s.seg_id: s.rewards.sum() for s in iface.segments.values()}
+    returns = {s.seg_id: s.rewards.sum() for s in iface.chooser.segments.values()}
     ties = np.mean([returns[f.seg_id_a] == returns[f.seg_id_b] for f in firsts.values()])
     implied = ties + (1 - ties) * 0.7
-    (a, b, n, same, rate), = iface.ledger.agreement.rows()
+    (a, b, n, same, rate), = iface.recorder.ledger.agreement.rows()
     assert (a, b, n) == ("synthetic:careful", "synthetic:hasty", 2000)
     assert rate == pytest.approx(implied, abs=0.03), (rate, implied)
 
@@ -123,11 +123,11 @@ def test_taking_back_a_second_answer_leaves_the_first_and_the_agreement_without_
     iface = PrefInterface(PrefInterfaceConfig(max_segs=10, seed=0, second_share=1.0, undo_limit=5), labeller, out)
     for i in range(4):
         iface.add_segment(seg(i, i))
-    iface.ask(*iface.pick_pair())
+    iface.ask(*iface.chooser.pick())
     second = next(r for r in out.queue if isinstance(r, SecondAnswer))
-    assert iface.ledger.agreement.n_pairs == 1
+    assert iface.recorder.ledger.agreement.n_pairs == 1
     iface.retract_last(second.labeller)
-    assert iface.ledger.agreement.n_pairs == 0 and iface.n_asked == 1  # the label stands: only its second answer went
+    assert iface.recorder.ledger.agreement.n_pairs == 0 and iface.n_asked == 1  # the label stands: only its second answer went
     assert out.queue[-1] == Retraction(second.seq, second.labeller)
 
 

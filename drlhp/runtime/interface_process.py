@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import queue
 
-from drlhp.labelling.interface import EarlierLabels, PrefInterface, PrefInterfaceConfig
+from drlhp.labelling.interface import PrefInterface, PrefInterfaceConfig
 from drlhp.labelling.pair_selection import DisagreementScorer
 from drlhp.labelling.protocols import Labeller, ServesPage, SyntheticLabeller
+from drlhp.labelling.recorder import EarlierLabels
 from drlhp.labels.journal import JournalWriter
 from drlhp.reward.torch_setup import set_up_torch
 from drlhp.runtime.messages import RunStart
@@ -99,7 +100,7 @@ class InterfaceProcess:
     def idle(self) -> None:
         """While a person thinks: take clips in, and score clips for the next pick."""
         self.receive(0.0)
-        self.interface.refresh_scores(2)
+        self.interface.chooser.refresh_scores(2)
 
     def run(self) -> None:
         interface, stats = self.interface, self.stats
@@ -119,8 +120,8 @@ class InterfaceProcess:
     def _publish(self) -> None:
         """The interface's counters, for ``stats()``."""
         interface, stats = self.interface, self.stats
-        stats.labels_asked.value, stats.labels_sent.value = interface.n_asked, interface.n_sent
-        ledger = interface.ledger
+        stats.labels_asked.value, stats.labels_sent.value = interface.n_asked, interface.recorder.n_sent
+        ledger = interface.recorder.ledger
         stats.labels_retracted.value = ledger.n_retracted
         if ledger.n_second != self._n_second_published or ledger.n_retracted != self._n_retracted_published:
             self._n_second_published, self._n_retracted_published = ledger.n_second, ledger.n_retracted

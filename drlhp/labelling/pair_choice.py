@@ -1,0 +1,92 @@
+"""Which pair of clips to ask about next: the latest clips, the pairs asked before, and a pair given back.
+
+A ring buffer of the latest ``max_segs`` clips. A pair is never asked twice; of ``n_candidates`` random pairs not
+asked before, the one the reward ensemble disagrees on most (``drlhp.labelling.pair_selection``'s scorer, once it
+has a checkpoint), else a random one. A pair whose answer was taken back comes first (``ask_again``).
+"""
+from __future__ import annotations
+
+import random
+from collections import OrderedDict
+
+from drlhp.clips.segments import Segment
+from drlhp.errors import ConfigError
+from drlhp.labelling.pair_selection import DEFAULT_N_CANDIDATES, DisagreementScorer
+
+
+class PairChooser:
+    """The clips that may be paired (``segments``, oldest first) and the choice among their pairs."""
+
+    def __init__(self, max_segs: int, seed: int | None = None, n_candidates: int = DEFAULT_N_CANDIDATES,
+                 scorer: DisagreementScorer | None = None) -> None:
+        if max_segs < 2:
+            raise ConfigError(f"max_segs must be >= 2 to form pairs, got {max_segs}")
+        self.max_segs, self.n_candidates, self.scorer = max_segs, n_candidates, scorer
+        self.segments: OrderedDict[int, Segment] = OrderedDict()
+        self._asked: set[tuple[int, int]] = set()
+        self._again: list[tuple[Segment, Segment]] = []  # pairs to ask before any other, the next on top
+        self._rng = random.Random(seed)
+
+    def add(self, seg: Segment) -> list[int]:
+        """Put a clip in the buffer; returns the ids of the oldest it evicted past ``max_segs``."""
+        self.segments[seg.seg_id] = seg
+        evicted = []
+        while len(self.segments) > self.max_segs:
+            old_id, _ = self.segments.popitem(last=False)
+            if self.scorer is not None:
+                self.scorer.forget(old_id)
+            evicted.append(old_id)
+        if len(self._asked) > 4 * self.max_segs:
+            oldest = next(iter(self.segments))
+            self._asked = {p for p in self._asked if p[0] >= oldest}
+        return evicted
+
+    def pick(self) -> tuple[Segment, Segment] | None:
+        """The pair to ask about next (never one asked before), or None if there is none."""
+        if self._again:
+            return self._again.pop()
+        candidates = self.candidate_pairs(self.n_candidates if self.scorer is not None else 1)
+        if self.scorer is not None and candidates:
+            self.scorer.poll()
+            self.scorer.refresh(list(self.segments.values()), self.scorer.max_new_per_pick)
+            return self.scorer.most_disagreed(candidates) or candidates[0]
+        return candidates[0] if candidates else None
+
+    def candidate_pairs(self, n: int) -> list[tuple[Segment, Segment]]:
+        """Up to ``n`` distinct random pairs of distinct segments not asked about before."""
+        ids = list(self.segments)
+        if len(ids) < 2:
+            return []
+        keys: set[tuple[int, int]] = set()
+        for _ in range(4 * n):
+            key = _key(*self._rng.sample(ids, 2))
+            if key not in self._asked:
+                keys.add(key)
+                if len(keys) == n:
+                    break
+        if not keys:  # nearly every pair was asked: look at them all
+            unasked = [(a, b) for i, a in enumerate(ids) for b in ids[i + 1:] if _key(a, b) not in self._asked]
+            keys = set(self._rng.sample(unasked, min(n, len(unasked))))
+        return [(self.segments[a], self.segments[b]) for a, b in keys]
+
+    def mark_asked(self, a: Segment, b: Segment) -> None:
+        """Never pick the pair again."""
+        self._asked.add(_key(a.seg_id, b.seg_id))
+
+    def unmark_asked(self, a: Segment, b: Segment) -> None:
+        """The pair's answer was taken back: it may be picked again."""
+        self._asked.discard(_key(a.seg_id, b.seg_id))
+
+    def ask_again(self, a: Segment, b: Segment) -> None:
+        """Pick the pair next, before any other (the last one given back first)."""
+        self._again.append((a, b))
+
+    def refresh_scores(self, limit: int) -> None:
+        """Load a newer ensemble checkpoint if there is one; score up to ``limit`` clips with it (idle time's work)."""
+        if self.scorer is not None:
+            self.scorer.poll()
+            self.scorer.refresh(list(self.segments.values()), limit)
+
+
+def _key(a: int, b: int) -> tuple[int, int]:
+    return (a, b) if a < b else (b, a)

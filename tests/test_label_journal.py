@@ -113,7 +113,7 @@ def test_snapshot_plus_journal_rebuild_the_database_through_crashes_between_snap
     """The trainer's view (labels as they arrive, snapshots now and then) equals what log_dir rebuilds."""
     rng = np.random.default_rng(1)
     segs = clips(40, seed=1)
-    live = PrefBuffer(max_prefs=60, val_fraction=0.2)  # small: eviction happens too
+    live = PrefBuffer(max_labels=60, val_fraction=0.2)  # small: eviction happens too
     snapshot = Snapshot()
     writer = JournalWriter(str(tmp_path), snapshot)
     for seq in range(300):
@@ -127,7 +127,7 @@ def test_snapshot_plus_journal_rebuild_the_database_through_crashes_between_snap
         if seq == 295:  # a crash between the two files of a snapshot: val.pkl.gz stays older
             live.train_db.save(str(tmp_path / "train.pkl.gz"), live.n_received)
     writer.close()
-    rebuilt = PrefBuffer.load(str(tmp_path), max_prefs=60, val_fraction=0.2)
+    rebuilt = PrefBuffer.load(str(tmp_path), max_labels=60, val_fraction=0.2)
     assert rebuilt.n_received == live.n_received == 300
     for got, want in ((rebuilt.train_db, live.train_db), (rebuilt.val_db, live.val_db)):
         assert list(got.prefs) == list(want.prefs)
@@ -138,7 +138,7 @@ def test_snapshot_plus_journal_rebuild_the_database_through_crashes_between_snap
 
 def test_reading_a_database_routes_the_journals_labels_by_the_runs_own_split(tmp_path):
     segs = clips(12)
-    run = PrefBuffer(max_prefs=100, val_fraction=0.5)  # not the default 0.2: every second label to validation
+    run = PrefBuffer(max_labels=100, val_fraction=0.5)  # not the default 0.2: every second label to validation
     writer = JournalWriter(str(tmp_path), Snapshot())
     for seq in range(10):
         a, b = segs[seq], segs[seq + 1]
@@ -293,9 +293,9 @@ def test_a_file_is_kept_until_a_snapshot_covers_the_positions_of_its_records_not
 class Run:
     """A run as the trainer sees it (``live``, snapshots now and then) and as the interface journals it."""
 
-    def __init__(self, log_dir, max_prefs=100, val_fraction=0.2, instructions=None):
+    def __init__(self, log_dir, max_labels=100, val_fraction=0.2, instructions=None):
         self.log_dir = str(log_dir)
-        self.live = PrefBuffer(max_prefs, val_fraction)
+        self.live = PrefBuffer(max_labels, val_fraction)
         self.live.instructions = instructions
         self.snapshot = Snapshot()
         self.writer = JournalWriter(self.log_dir, self.snapshot, instructions)
@@ -424,7 +424,7 @@ def test_snapshot_and_journal_rebuild_retractions_and_second_answers_through_cra
     """Labels, retractions (right and wrong labeller) and second answers at random, snapshots now and then, a
     crash between a snapshot's two files: the log_dir rebuilds exactly what the trainer held."""
     rng = np.random.default_rng(3)
-    run = Run(tmp_path, max_prefs=60, val_fraction=0.2)  # small: eviction happens too
+    run = Run(tmp_path, max_labels=60, val_fraction=0.2)  # small: eviction happens too
     people = ["web:al", "web:bo", "web:cy"]
     for step in range(600):
         recent = max(0, run.live.n_received - 10)

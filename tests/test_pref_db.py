@@ -101,13 +101,13 @@ def test_tampered_files_get_a_clear_error(tmp_path, tamper):
 
 
 def test_buffer_splits_exactly_and_saves_both_files(tmp_path):
-    buf = PrefBuffer(max_prefs=100, val_fraction=0.2)
+    buf = PrefBuffer(max_labels=100, val_fraction=0.2)
     for i in range(50):
         buf.add(seg(i), seg(i + 1), 1.0)
     assert (len(buf.train_db), len(buf.val_db)) == (40, 10)
     paths = buf.save(str(tmp_path))
     assert sorted(os.path.basename(p) for p in paths) == ["train.pkl.gz", "val.pkl.gz"]
-    loaded = PrefBuffer.load(str(tmp_path), max_prefs=100, val_fraction=0.2)
+    loaded = PrefBuffer.load(str(tmp_path), max_labels=100, val_fraction=0.2)
     assert (len(loaded.train_db), len(loaded.val_db)) == (40, 10)
 
 
@@ -199,21 +199,21 @@ def test_version_4_round_trips_numbers_second_answers_instructions_and_retracted
 
 
 def test_a_buffer_saves_and_loads_its_retractions_and_instructions(tmp_path):
-    buf = PrefBuffer(max_prefs=100, val_fraction=0.2)
+    buf = PrefBuffer(max_labels=100, val_fraction=0.2)
     buf.instructions = "Which clip is better?"
     for i in range(10):
         buf.add(seg(i), seg(i + 1), 1.0, labeller="web:al")
     assert buf.add_second(5, "web:bo", 0.0) and buf.retract(8, "web:al") and buf.retract(5, "web:bo")
     assert buf.add_second(6, "web:bo", 1.0)
     buf.save(str(tmp_path))
-    loaded = PrefBuffer.load(str(tmp_path), max_prefs=100, val_fraction=0.2)
+    loaded = PrefBuffer.load(str(tmp_path), max_labels=100, val_fraction=0.2)
     assert (loaded.retracted, loaded.n_received, loaded.n_labels) == ({8}, 10, 9)
     assert loaded.instructions == "Which clip is better?" and loaded.agreement.counts == {("web:al", "web:bo"): [1, 1]}
     assert sorted([*loaded.train_db.seqs, *loaded.val_db.seqs]) == [0, 1, 2, 3, 4, 5, 6, 7, 9]
 
 
 def test_only_the_labels_labeller_retracts_it_and_only_once():
-    buf = PrefBuffer(max_prefs=100, val_fraction=0.2)
+    buf = PrefBuffer(max_labels=100, val_fraction=0.2)
     for i in range(5):
         buf.add(seg(i), seg(i + 1), 1.0, labeller="web:al")
     assert buf.add_second(3, "web:bo", 0.0)

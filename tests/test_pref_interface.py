@@ -116,7 +116,8 @@ def test_the_interface_asks_as_the_schedule_allows_and_journals_each_label_befor
     for _ in range(10):
         iface.step(env_steps=0)
     labels = [m for m in out.queue if isinstance(m, Preference)]
-    assert len(iface.chooser.segments) == 8 and iface.n_asked == iface.recorder.n_sent == len(labels) == 3  # the initial batch
+    # the initial batch
+    assert len(iface.chooser.segments) == 8 and iface.n_asked == iface.recorder.n_sent == len(labels) == 3
     assert [r.seq for r in read_journal(str(tmp_path))] == [0, 1, 2]
     for _ in range(10):
         iface.step(env_steps=50)  # half the horizon: half the other 7 labels

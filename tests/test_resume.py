@@ -22,8 +22,8 @@ from drlhp.storage.layout import LogDir
 SCRIPT = os.path.join(os.path.dirname(__file__), "scripts", "labelling_session.py")
 
 
-def saved_labels(log_dir, max_prefs=3000):
-    buffer = PrefBuffer.load(str(log_dir), max_prefs, 0.2)
+def saved_labels(log_dir, max_labels=3000):
+    buffer = PrefBuffer.load(str(log_dir), max_labels, 0.2)
     return buffer, list(buffer.train_db.prefs) + list(buffer.val_db.prefs)
 
 
@@ -186,7 +186,7 @@ def test_journal_and_snapshot_agree_after_2000_synthetic_labels(tmp_path):
                                     max_prefs_in_db=20_000, label_budget=None, segment_length=2,
                                     synthetic_prefs_per_segment=8, max_segs=400, seed=0, log_level=30) as env:
         step_until(env, lambda: env.stats().labels_received >= 2_000, timeout=240)
-    buffer, _ = saved_labels(tmp_path, max_prefs=20_000)  # the snapshot written on close
+    buffer, _ = saved_labels(tmp_path, max_labels=20_000)  # the snapshot written on close
     # What the journal still holds (since the last compaction): labels only, this run took none back.
     records = [r for r in read_journal(str(tmp_path)) if isinstance(r, JournalLabel)]
     assert records[0].seq > 0 and buffer.n_received >= 2_000  # snapshots let the journal drop older labels

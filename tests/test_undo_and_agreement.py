@@ -55,7 +55,8 @@ def test_l_r_undo_e_leaves_l_and_e_and_asks_the_taken_back_pair_again_then_the_o
     assert [(type(r).__name__, r.seq) for r in records] == [
         ("Preference", 0), ("Preference", 1), ("Retraction", 1), ("Preference", 2), ("Preference", 3)]
     assert records[2].labeller == "Scripted" and records[3].label == 0.5
-    assert (iface.n_asked, iface.recorder.next_seq, iface.recorder.ledger.n_retracted) == (3, 4, 1)  # the budget got the label back
+    # the budget got the label back
+    assert (iface.n_asked, iface.recorder.next_seq, iface.recorder.ledger.n_retracted) == (3, 4, 1)
     iface.close()
     buffer = PrefBuffer.load(str(tmp_path), 100, 0.2)  # what a resumed run reads: the journal, replayed
     assert [(seq, (a, b), label) for seq, a, b, label, _ in labels_by_seq(buffer)] == [
@@ -127,7 +128,8 @@ def test_taking_back_a_second_answer_leaves_the_first_and_the_agreement_without_
     second = next(r for r in out.queue if isinstance(r, SecondAnswer))
     assert iface.recorder.ledger.agreement.n_pairs == 1
     iface.retract_last(second.labeller)
-    assert iface.recorder.ledger.agreement.n_pairs == 0 and iface.n_asked == 1  # the label stands: only its second answer went
+    # the label stands: only its second answer went
+    assert iface.recorder.ledger.agreement.n_pairs == 0 and iface.n_asked == 1
     assert out.queue[-1] == Retraction(second.seq, second.labeller)
 
 

@@ -364,11 +364,11 @@ class PrefBuffer:
     reused).
     """
 
-    def __init__(self, max_prefs: int, val_fraction: float) -> None:
+    def __init__(self, max_labels: int, val_fraction: float) -> None:
         if not 0.0 <= val_fraction < 1.0:
             raise ConfigError(f"val_fraction must be in [0, 1), got {val_fraction}")
-        n_val = int(round(max_prefs * val_fraction))
-        self.train_db = PrefDB(max(1, max_prefs - n_val))
+        n_val = int(round(max_labels * val_fraction))
+        self.train_db = PrefDB(max(1, max_labels - n_val))
         self.val_db = PrefDB(max(1, n_val))
         self.val_fraction = val_fraction
         self.n_received = 0  # labels of the run so far: the next label's sequence number
@@ -441,7 +441,7 @@ class PrefBuffer:
         return paths
 
     @classmethod
-    def load(cls, directory: str, max_prefs: int, val_fraction: float) -> PrefBuffer:
+    def load(cls, directory: str, max_labels: int, val_fraction: float) -> PrefBuffer:
         """The labels in ``directory``: its snapshot (train.pkl.gz, val.pkl.gz) plus its label journal.
 
         The journal's records are applied in order on top of the snapshot, and applying one the snapshot already
@@ -460,7 +460,7 @@ class PrefBuffer:
                 f"{directory!r} has no {' or '.join(missing)}{'' if any(has_snapshot) else ' and no label journal'}. "
                 "Point prefs_dir at the log_dir of a run that collected labels (where save_prefs() wrote "
                 "train.pkl.gz and val.pkl.gz).")
-        buffer = cls(max_prefs, val_fraction)
+        buffer = cls(max_labels, val_fraction)
         loaded = [buffer._load_snapshot_file(path, name)
                   for path, ok, name in zip((train_path, val_path), has_snapshot, ("train_db", "val_db")) if ok]
         n_old_format = len(buffer.train_db) + len(buffer.val_db)  # files that do not say how many labels they hold
@@ -509,7 +509,7 @@ class PrefBuffer:
         ``DEFAULT_VAL_FRACTION``, ``PreferenceConfig``'s default."""
         if val_fraction is None:
             val_fraction = recorded_val_fraction(directory)
-        return cls.load(directory, max_prefs=2 ** 40,
+        return cls.load(directory, max_labels=2 ** 40,
                         val_fraction=DEFAULT_VAL_FRACTION if val_fraction is None else val_fraction)
 
 

@@ -178,7 +178,7 @@ class PreferenceConfig:
             makes a typical frame cost reward, and an agent whose episode ends at a lost life is
             paid to end it sooner; the median keeps a longer life from costing. ``"lower"`` (the
             default): the lower of the two, so a typical frame never costs; it takes the median on
-            Breakout and the mean on Pong (docs/results.md, "Defaults").
+            Breakout and the mean on Pong (docs/history.md, "Defaults").
         labeller: your own labeller (see ``drlhp.labellers.Labeller``) instead of the
             built-in ones; it must be picklable, as it runs in the interface process.
         display_zoom: whole-number zoom of the clips shown to a person (None: ~336 px tall).

@@ -34,6 +34,6 @@ def make_agent(venv: VecEnv, seed: int) -> PPO:
 
 if __name__ == "__main__":
     # 80 of the 300 labels before the agent starts: PPO settles on its policy in the first 10k of the 30k steps,
-    # and with 40 it settled low in 2 of 14 runs (docs/results.md, "The main job").
+    # and with 40 it settled low in 2 of 14 runs (docs/history.md, "Defaults").
     args = parse_args(__doc__, log_dir="drlhp_logs/moving_dot", save_every=10_000, n_initial_prefs=80)
     train_from_preferences(make_vec_env(ENV_ID, n_envs=args.n_envs, seed=args.seed), args, make_agent, ENV_ID)

@@ -28,7 +28,7 @@ _RATE_INTEGRALS: dict[ScheduleKind, Callable[[float], float]] = {
 SCHEDULES: tuple[ScheduleKind, ...] = get_args(ScheduleKind)
 #: Labels at an even rate, so that they come from the agents of the whole run: on Pong, whose agent loses every
 #: point for its first few hundred thousand steps, the same run reached 1.15 of the true reward's pace at an even
-#: rate and 0.53 on the hyperbolic schedule (docs/results.md, "Defaults").
+#: rate and 0.53 on the hyperbolic schedule (docs/history.md, "Defaults").
 DEFAULT_LABEL_SCHEDULE: ScheduleKind = "constant"
 
 

@@ -41,7 +41,8 @@ RewardNetArch = Literal["atari", "keypoints"]
 ARCHS: tuple[RewardNetArch, ...] = get_args(RewardNetArch)
 #: The network images get unless asked otherwise: the keypoint network learns relational rewards the Atari
 #: network does not, position rewards as well, and on Pong (with batchnorm) reaches a higher accuracy in the
-#: same training steps with less noise in its reward (docs/results.md, docs/label-efficiency.md).
+#: same training steps with less noise in its reward (docs/history.md, "The reward signal, measured offline";
+#: docs/label-efficiency.md).
 DEFAULT_ARCH: RewardNetArch = "keypoints"
 #: What image frames go through before the first convolution (``drlhp.reward.layers.FrameNorm``): each frame's
 #: channels centred on their mean (``"centre"``), also scaled to unit deviation (``"standardise"``), or as they
@@ -50,7 +51,7 @@ FrameNormMode = Literal["centre", "standardise", "none"]
 FRAME_NORMS: tuple[FrameNormMode, ...] = get_args(FrameNormMode)
 #: Centred frames: on Pong the keypoint network without batchnorm then learns what it could not (Pong's flat
 #: grey background killed its units) and carries far less noise than with batchnorm, and on MovingDot it
-#: learns as before (docs/results.md, "Centred frames").
+#: learns as before (docs/history.md, "Centred frames").
 DEFAULT_FRAME_NORM: FrameNormMode = "centre"
 # The Atari network of Christiano et al. 2017 (appendix A.2): (kernel, stride) per layer.
 CONV_LAYERS = ((7, 3), (5, 2), (3, 1), (3, 1))
@@ -63,7 +64,7 @@ KEYPOINT_CHANNELS = 16
 #: training steps than 1.0 (docs/label-efficiency.md).
 DEFAULT_KEYPOINT_TEMPERATURE = 0.1
 #: Reward networks in an ensemble by default. Christiano et al. 2017 use 3; here 3 learned no faster than 1 on any
-#: task measured (MovingDot, Pong offline) at three times a training step's work (docs/results.md, "Defaults").
+#: task measured (MovingDot, Pong offline) at three times a training step's work (docs/history.md, "Defaults").
 DEFAULT_ENSEMBLE_SIZE = 1
 #: Dropout probability after each hidden layer by default (the keypoint network: its dense layers only).
 DEFAULT_DROPOUT = 0.2

@@ -30,7 +30,7 @@ import time
 import gymnasium
 import numpy as np
 import ray
-from common import make_env, untrained_checkpoint
+from measured_envs import make_env, untrained_checkpoint
 
 from drlhp.clips.frames import infer_frame_spec
 from drlhp.cluster import ClusterPreferenceWrapper, PackedClip, PreferenceService

@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from common import make_env, one_thread, run_per_env
+from measured_envs import make_env, one_thread, run_per_env
 
 from drlhp.clips.frames import infer_frame_spec
 from drlhp.reward.predictor import NetConfig, RewardPredictor

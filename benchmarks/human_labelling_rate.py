@@ -24,8 +24,7 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
-from scripts.virtual_desktop import missing_tools, virtual_desktop, wait_for_text  # noqa: E402
+from virtual_desktop import missing_tools, virtual_desktop, wait_for_text
 
 SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "scripts", "human_session.py")
 
@@ -57,7 +56,7 @@ def main(n_answers: int, hold: float, disagreement: bool) -> None:
         sys.exit(f"needs {missing_tools()}: apt-get install xvfb tmux xdotool imagemagick")
     with tempfile.TemporaryDirectory() as tmp:
         if disagreement:  # set before the desktop starts: its tmux server passes its environment on
-            from common import make_env, untrained_checkpoint
+            from measured_envs import make_env, untrained_checkpoint
 
             os.makedirs(f"{tmp}/ckpt")
             os.environ["DRLHP_SESSION_CHECKPOINT"] = untrained_checkpoint(make_env("moving_dot"), f"{tmp}/ckpt")

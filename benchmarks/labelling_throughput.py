@@ -14,7 +14,7 @@ from __future__ import annotations
 import tempfile
 import time
 
-from common import make_env, one_thread, run_per_env
+from measured_envs import make_env, one_thread, run_per_env
 
 from drlhp import HumanPreferencesEnvWrapper
 

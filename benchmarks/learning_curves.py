@@ -40,7 +40,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import csv
-import importlib.util
 import json
 import os
 import shlex
@@ -51,6 +50,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from examples_path import with_examples
 from run_records import free_folder, record_name, write_record
 
 from drlhp.learning_curve import current_rows, curve_from_rows, read_learning_curve, read_rows
@@ -208,7 +208,6 @@ def run_commands(commands: dict[str, list]) -> None:
 
 def finished(log_dir: str, total_timesteps: int | None) -> bool:
     """Whether the run's saved agent has its ``total_timesteps`` (None: the total the run was started with)."""
-    sys.path.append(os.path.join(ROOT, "examples"))
     from agent_checkpoint import agent_checkpoint_path, load_agent_state
 
     path = agent_checkpoint_path(log_dir)
@@ -340,14 +339,12 @@ def teacher_of(example_args: dict) -> dict:
 
 def drlhp_settings(agent_state: dict) -> dict:
     """drlhp's resolved settings, as the agent checkpoint keeps them; for one written before it kept them,
-    resolved from its arguments by today's code (the examples' ``common``, which this folder's ``common`` shadows)."""
+    resolved from its arguments by today's code (the examples' ``common``)."""
     if "drlhp_settings" in agent_state:
         return agent_state["drlhp_settings"]
-    spec = importlib.util.spec_from_file_location("examples_common", os.path.join(ROOT, "examples", "common.py"))
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up while they are made
-    spec.loader.exec_module(module)
-    return module.resolved_drlhp_settings(module.Args(**agent_state["args"]))
+    from common import Args, resolved_drlhp_settings
+
+    return resolved_drlhp_settings(Args(**agent_state["args"]))
 
 
 def changed_defaults(example_args: list[str]) -> list[str]:
@@ -409,4 +406,5 @@ def draw(curves: dict, path: str, window: int, task: str) -> str:
 
 
 if __name__ == "__main__":
+    with_examples()  # the examples' agent checkpoint and arguments: examples/ on this Python's path
     main()

@@ -96,12 +96,12 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
+from examples_path import with_examples
 from run_records import save_arrays
 
 if TYPE_CHECKING:
     from drlhp.reward.predictor import RewardPredictor
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GAMMA = 0.99  # the examples' PPO discount
 WINDOWS = (25, 100)
 SHAPING_LAGS = 50  # steps either side of a point that a shaping of the true reward may spread credit over
@@ -114,13 +114,12 @@ MUJOCO_EXAMPLES = ("halfcheetah_sac", "hopper_sac")
 def record(agent_dir: str, out: str, agents: list[int] | None, steps: int, seed: int, example: str = "pong") -> None:
     """Play each saved agent for ``steps`` agent steps in one env of an Atari example (``examples/<example>_ppo.py``:
     its score blanked as the run had it) or a MuJoCo one (``examples/<example>.py``); save its observations and
-    rewards."""
-    sys.path.insert(0, os.path.join(ROOT, "examples"))
+    rewards. The examples' modules must be importable (``examples_path.with_examples``)."""
     if example in MUJOCO_EXAMPLES:
         record_mujoco(agent_dir, out, agents, steps, seed, example)
         return
     from agent_checkpoint import load_agent_state, restore_agent
-    from pong_ppo import make_agent, make_atari
+    from atari_recipe import make_agent, make_atari
 
     env_id = importlib.import_module(f"{example}_ppo").ENV_ID
 
@@ -163,13 +162,13 @@ def play(agent, venv, steps: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, i
 def record_mujoco(agent_dir: str, out: str, agents: list[int] | None, steps: int, seed: int, example: str) -> None:
     """``record`` for a MuJoCo example's SAC agents: the observations are flat vectors, kept as they are."""
     from agent_checkpoint import load_agent_state
-    from halfcheetah_sac import make_agent, make_mujoco
+    from mujoco_recipe import make_mujoco, make_sac_agent
 
     module = importlib.import_module(example)
     os.makedirs(out, exist_ok=True)
     for step, path in kept_agents(agent_dir, agents):
         venv = make_mujoco(module.ENV_ID, 1, seed, **getattr(module, "ENV_KWARGS", {}))
-        agent = make_agent(venv, seed)
+        agent = make_sac_agent(venv, seed)
         agent.policy.load_state_dict(load_agent_state(path)["policy"])  # the policy is all that plays
         observations, rewards, episodes, episode = play(agent, venv, steps)
         name = os.path.join(out, f"agent_{step}.npz")
@@ -585,6 +584,7 @@ def main() -> None:
                             "(Pong: 9; default: 0, the recordings as they are)")
     args = parser.parse_args()
     if args.command == "record":
+        with_examples()  # the examples' recipes and agent checkpoint: examples/ on this Python's path
         record(args.agent_dir, args.out, args.agents, args.steps, args.seed, args.example)
     elif args.command == "switch":
         switch(args.run_dir, load_recordings(args.policies, args.blank_rows), args.fit_clips, args.refits,

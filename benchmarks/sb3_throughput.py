@@ -22,7 +22,7 @@ import tempfile
 import time
 
 import torch
-from common import make_env, make_vec_env, one_thread, run_per_env, untrained_checkpoint
+from measured_envs import make_env, make_vec_env, one_thread, run_per_env, untrained_checkpoint
 from stable_baselines3 import PPO
 
 from drlhp import HumanPreferencesEnvWrapper

@@ -26,7 +26,7 @@ import timeit
 
 import numpy as np
 import torch
-from common import make_env
+from measured_envs import make_env
 
 from drlhp.clips.frames import frames_to_net_input, infer_frame_spec
 from drlhp.clips.segments import pack_frames, unpack_frames

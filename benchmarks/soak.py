@@ -18,7 +18,7 @@ import tempfile
 import time
 
 import numpy as np
-from common import make_env, one_thread
+from measured_envs import make_env, one_thread
 
 from drlhp import HumanPreferencesEnvWrapper
 from drlhp.storage.layout import LogDir

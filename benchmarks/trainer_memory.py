@@ -27,7 +27,7 @@ import time
 
 # At the top, as a user's script imports its libraries: drlhp's processes start (spawn) by importing this module.
 import numpy as np
-from common import make_env, one_thread
+from measured_envs import make_env, one_thread
 
 import drlhp
 from drlhp import HumanPreferencesEnvWrapper

@@ -18,7 +18,7 @@ import time
 
 import numpy as np
 import torch
-from common import make_env, one_thread, run_per_env
+from measured_envs import make_env, one_thread, run_per_env
 
 from drlhp import HumanPreferencesEnvWrapper, PrefBuffer
 from drlhp.clips.frames import frames_to_net_input, infer_frame_spec

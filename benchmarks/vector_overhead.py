@@ -22,8 +22,8 @@ import time
 
 import numpy as np
 import torch
-from common import make_env, make_vec_env, one_thread, run_per_env, untrained_checkpoint
 from gymnasium.vector import SyncVectorEnv
+from measured_envs import make_env, make_vec_env, one_thread, run_per_env, untrained_checkpoint
 
 from drlhp import HumanPreferencesVectorWrapper
 from drlhp.clips.frames import frames_to_net_input

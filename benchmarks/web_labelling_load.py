@@ -37,7 +37,7 @@ import tempfile
 import threading
 import time
 
-from common import make_env
+from measured_envs import make_env
 
 import drlhp  # noqa: F401
 from drlhp import HumanPreferencesEnvWrapper, PrefBuffer

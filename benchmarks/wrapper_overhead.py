@@ -19,7 +19,7 @@ import time
 
 import numpy as np
 import torch
-from common import make_env, one_thread, run_per_env, steps_per_second, untrained_checkpoint
+from measured_envs import make_env, one_thread, run_per_env, steps_per_second, untrained_checkpoint
 
 from drlhp import HumanPreferencesEnvWrapper
 from drlhp.clips.frames import frames_to_net_input

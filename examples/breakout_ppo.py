@@ -1,4 +1,4 @@
-"""Atari Breakout from synthetic preferences: the Pong example's recipe, unchanged, on Breakout.
+"""Atari Breakout from synthetic preferences: the Pong example's recipe (``atari_recipe.py``), unchanged, on Breakout.
 
 Breakout is the second game because SB3's Atari PPO learns it within the first 1-2M agent steps
 (a random policy scores about 1.5 a game, five lives), it is one of the paper's games, and its
@@ -10,8 +10,8 @@ true return printed and written to ``learning_curve.csv`` is the whole game's, a
     python examples/breakout_ppo.py --total-timesteps 2000000 [--n-envs 8]
     python examples/breakout_ppo.py --resume --log-dir drlhp_logs/breakout/<date-time>   # go on after a stop
 """
+from atari_recipe import ATARI_DEFAULTS, make_agent, make_atari  # Pong's recipe: they cannot drift apart
 from common import parse_args, train_from_preferences
-from pong_ppo import ATARI_DEFAULTS, make_agent, make_atari  # the same recipe as Pong: they cannot drift apart
 
 ENV_ID = "BreakoutNoFrameskip-v4"
 

@@ -14,7 +14,7 @@ The agent (with VecNormalize's statistics) is saved in the run's log_dir every `
 at the end; ``--resume`` goes on from there. ``learning_curve.csv`` there has a row per finished episode.
 """
 from common import parse_args, train_from_preferences
-from halfcheetah_sac import MUJOCO_DEFAULTS, make_mujoco
+from mujoco_recipe import MUJOCO_DEFAULTS, make_mujoco
 from stable_baselines3 import PPO
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 from torch import nn

@@ -12,12 +12,12 @@ would pay it for falling wherever the predicted reward is below 0. Both arms, ``
     python examples/hopper_sac.py --resume --log-dir drlhp_logs/hopper/<date-time>   # go on after a stop
 """
 from common import parse_args, train_from_preferences
-from halfcheetah_sac import MUJOCO_DEFAULTS, make_agent, make_mujoco
+from mujoco_recipe import MUJOCO_DEFAULTS, make_mujoco, make_sac_agent
 
 ENV_ID = "Hopper-v5"
 ENV_KWARGS = dict(terminate_when_unhealthy=False)
 
 if __name__ == "__main__":
     args = parse_args(__doc__, log_dir="drlhp_logs/hopper", **MUJOCO_DEFAULTS)
-    train_from_preferences(make_mujoco(ENV_ID, args.n_envs, args.seed, **ENV_KWARGS), args, make_agent,
+    train_from_preferences(make_mujoco(ENV_ID, args.n_envs, args.seed, **ENV_KWARGS), args, make_sac_agent,
                            ENV_ID, ENV_KWARGS)

@@ -1,4 +1,4 @@
-"""Atari Seaquest from synthetic preferences: the Pong example's recipe, unchanged, on Seaquest.
+"""Atari Seaquest from synthetic preferences: the Pong example's recipe (``atari_recipe.py``), unchanged, on Seaquest.
 
 Seaquest is the third game of the Atari results, chosen before its first run (docs/results.md) and run with
 the defaults nothing was tuned on: one of the paper's games, on which the paper's synthetic labels approached
@@ -15,8 +15,8 @@ the lives left (the top 12 rows of the 84x84 frame) are blanked.
 The last is a lever, not the defaults: the synthetic teacher counts each life lost as a point against its clip,
 where the score alone never prefers a clip for staying alive (docs/results.md, "The third game").
 """
+from atari_recipe import ATARI_DEFAULTS, make_agent, make_atari  # Pong's recipe: they cannot drift apart
 from common import parse_args, train_from_preferences
-from pong_ppo import ATARI_DEFAULTS, make_agent, make_atari  # the same recipe as Pong: they cannot drift apart
 
 ENV_ID = "SeaquestNoFrameskip-v4"
 

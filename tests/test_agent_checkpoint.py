@@ -5,11 +5,13 @@ import csv
 import multiprocessing
 import os
 import signal
-import sys
 
+import common  # examples/' own module (pytest's pythonpath, pyproject.toml)
 import numpy as np
 import pytest
 import torch
+from agent_checkpoint import AgentCheckpointError, load_agent_state, restore_agent, save_agent
+from moving_dot_ppo import ENV_ID, make_agent
 from stable_baselines3 import DQN, PPO, SAC
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
@@ -17,11 +19,6 @@ from stable_baselines3.common.vec_env import VecEnvWrapper, VecNormalize
 
 import drlhp  # noqa: F401  (registers drlhp/MovingDot-v0)
 from drlhp.learning_curve import LearningCurveWriter, read_learning_curve, read_rows
-
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples"))
-import common  # noqa: E402  (the examples' own module, from examples/)
-from agent_checkpoint import AgentCheckpointError, load_agent_state, restore_agent, save_agent  # noqa: E402
-from moving_dot_ppo import ENV_ID, make_agent  # noqa: E402
 
 SETTINGS = {"env": ENV_ID, "n_envs": 2, "run": "true_reward"}
 

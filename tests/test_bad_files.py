@@ -15,7 +15,6 @@ import logging
 import os
 import pickle
 import shutil
-import sys
 import zipfile
 
 import gymnasium
@@ -323,10 +322,8 @@ def test_an_sb3_model_of_each_algorithm_loads_for_collect_and_acts_as_saved(tmp_
 
 
 def test_a_replay_buffer_valid_but_for_an_object_array_is_refused_and_runs_nothing(tmp_path):
-    from stable_baselines3.common.buffers import ReplayBuffer
-
-    sys.path.insert(0, os.path.join(ROOT, "examples"))
     from agent_checkpoint import AgentCheckpointError, replay_buffer_path, restore_replay_buffer
+    from stable_baselines3.common.buffers import ReplayBuffer
 
     space = gymnasium.spaces.Box(0, 1, (3,), np.float32)
     buffer = ReplayBuffer(4, space, gymnasium.spaces.Discrete(2), device="cpu")
@@ -344,7 +341,6 @@ def test_a_replay_buffer_valid_but_for_an_object_array_is_refused_and_runs_nothi
 
 
 def test_a_recording_valid_but_for_an_object_array_is_refused_and_runs_nothing(tmp_path):
-    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
     from reward_signal import Recording
 
     path = str(tmp_path / "agent_1.npz")

@@ -2,12 +2,11 @@
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 
+import before_after  # benchmarks/' own module (pytest's pythonpath, pyproject.toml)
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "benchmarks"))
-import before_after  # noqa: E402  (the benchmarks' own module, from benchmarks/)
 
 LOG = """=== round 1 before wrapper_overhead moving_dot (abc1234)
 moving_dot: raw 50000 steps/s

@@ -1,15 +1,12 @@
 """The examples' command line: what it hands to drlhp, and what it refuses."""
 from __future__ import annotations
 
-import os
 import sys
 
 import pytest
+from common import parse_args, wrapper_settings  # examples/' own module (pytest's pythonpath, pyproject.toml)
 
 from drlhp.config import PreferenceConfig
-
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples"))
-from common import parse_args, wrapper_settings  # noqa: E402  (the examples' own module, from examples/)
 
 # What the examples set on purpose rather than leave to the library: the run's length, budget, directory and seed.
 RUN_SPECIFIC = {"label_budget", "label_schedule_steps", "log_dir", "resume", "seed"}

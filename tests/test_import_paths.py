@@ -61,3 +61,73 @@ def test_the_seeds_names_are_the_packages_own_objects():
 
     assert (PrefBuffer, PrefDB, RewardPredictor) == (drlhp.PrefBuffer, drlhp.PrefDB, drlhp.RewardPredictor)
     assert PrefInterface is DefinedPrefInterface
+
+
+def task_scripts() -> dict[str, Path]:
+    """The examples users run (``python examples/<task>.py``): those with a ``__main__`` block; the rest of examples/
+    are the modules they share (``common``, the recipes, the agent checkpoint)."""
+    def runs_as_script(path: Path) -> bool:
+        return any(isinstance(node, ast.If) and isinstance(node.test, ast.Compare)
+                   and isinstance(node.test.left, ast.Name) and node.test.left.id == "__name__"
+                   for node in ast.parse(path.read_text(), str(path)).body)
+
+    return {p.stem: p for p in sorted((ROOT / "examples").glob("*.py")) if runs_as_script(p)}
+
+
+def test_no_example_imports_a_task_script():
+    """What task scripts share lives in a module of its own (``atari_recipe``, ``mujoco_recipe``, ``common``): a
+    task script is run, never imported by another example."""
+    tasks = task_scripts()
+    assert {"pong_ppo", "breakout_ppo", "halfcheetah_sac", "hopper_sac"} <= set(tasks)
+    assert not {"common", "atari_recipe", "mujoco_recipe", "agent_checkpoint"} & set(tasks)
+    offenders = {}
+    for path in sorted((ROOT / "examples").glob("*.py")):
+        imported = {name.split(".")[0] for name in imported_modules(path)} & set(tasks) - {path.stem}
+        if imported:
+            offenders[str(path.relative_to(ROOT))] = sorted(imported)
+    assert not offenders, (f"these examples import task scripts: {offenders}; move what they share into a module "
+                           "that is no task script (examples/atari_recipe.py, mujoco_recipe.py, common.py)")
+
+
+def path_edits(path: Path) -> list[str]:
+    """Where ``path`` edits ``sys.path`` (a call of its methods, an assignment to it or into it, ``from sys import
+    path``) or loads a module by its file's path (``spec_from_file_location``), as ``line: what``."""
+    def is_sys_path(node: ast.AST) -> bool:
+        return (isinstance(node, ast.Attribute) and node.attr == "path" and isinstance(node.value, ast.Name)
+                and node.value.id == "sys")
+
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and is_sys_path(node.func.value):
+            found.append(f"{node.lineno}: sys.path.{node.func.attr}(...)")
+        elif isinstance(node, (ast.Assign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(is_sys_path(t) or (isinstance(t, ast.Subscript) and is_sys_path(t.value)) for t in targets):
+                found.append(f"{node.lineno}: an assignment to sys.path")
+        elif isinstance(node, ast.ImportFrom) and node.module == "sys" and any(a.name == "path" for a in node.names):
+            found.append(f"{node.lineno}: from sys import path")
+        elif isinstance(node, ast.Attribute) and node.attr == "spec_from_file_location":
+            found.append(f"{node.lineno}: a module loaded by its path (spec_from_file_location)")
+    return found
+
+
+def test_no_example_or_benchmark_edits_sys_path():
+    """An example imports its folder's modules as ``python examples/<task>.py`` has them; a benchmark that needs the
+    examples' runs with examples/ on PYTHONPATH (``benchmarks/examples_path.py``): neither edits ``sys.path``."""
+    files = [p for folder in ("examples", "benchmarks") for p in sorted((ROOT / folder).rglob("*.py"))]
+    assert len(files) > 30
+    edits = {str(p.relative_to(ROOT)): found for p in files if (found := path_edits(p))}
+    assert not edits, (f"these edit sys.path or load a module by its path: {edits}; import from the file's own folder, "
+                       "or run with examples/ on PYTHONPATH: benchmarks/examples_path.py's with_examples()")
+
+
+def test_no_module_name_is_in_two_of_examples_benchmarks_and_tests():
+    """examples/, benchmarks/ and tests/ are all on the tests' path, and the examples' and the benchmarks' on a
+    benchmark's that uses the examples: a name in two of them would shadow one module with another."""
+    folders: dict[str, list[str]] = {}
+    for folder in ("examples", "benchmarks", "tests"):
+        for p in (ROOT / folder).iterdir():
+            if p.suffix == ".py" or (p / "__init__.py").exists():
+                folders.setdefault(p.stem, []).append(folder)
+    shared = {name: where for name, where in folders.items() if len(where) > 1}
+    assert not shared, f"these module names are in more than one folder: {shared}; rename one of each"

@@ -47,8 +47,8 @@ def test_halfcheetah_ppo_learns_behind_vec_normalize_and_resumes_with_its_statis
 
 
 def test_the_hopper_example_runs_whole_episodes_when_the_hopper_falls():
-    sys.path.insert(0, EXAMPLES)
-    from hopper_sac import ENV_ID, ENV_KWARGS, make_mujoco
+    from hopper_sac import ENV_ID, ENV_KWARGS
+    from mujoco_recipe import make_mujoco
 
     venv = make_mujoco(ENV_ID, 1, 0, **ENV_KWARGS)
     venv.reset()

@@ -1,12 +1,8 @@
 """The offline measure of a reward signal (benchmarks/reward_signal.py) on rewards whose signal is known."""
-import os
-import sys
 
 import numpy as np
 import pytest
-
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks"))
-from reward_signal import (  # noqa: E402
+from reward_signal import (
     GAMMA,
     Recording,
     discounted_to_go,

@@ -11,14 +11,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import run_records  # benchmarks/' own module (pytest's pythonpath, pyproject.toml)
+from agent_checkpoint import load_agent_state  # examples/' own module (pytest's pythonpath, pyproject.toml)
+from learning_curves import changed_defaults, drlhp_settings, launches_of, teacher_of
+from run_records import RecordError, free_folder, read_records, record_name, slim, write_record
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "benchmarks"))
-sys.path.insert(0, str(ROOT / "examples"))
-import run_records  # noqa: E402  (the benchmarks' own module, from benchmarks/)
-from agent_checkpoint import load_agent_state  # noqa: E402  (the examples' own module, from examples/)
-from learning_curves import changed_defaults, drlhp_settings, launches_of, teacher_of  # noqa: E402
-from run_records import RecordError, free_folder, read_records, record_name, slim, write_record  # noqa: E402
 
 ROW = {"run": "drlhp", "agent_steps": 100, "true_episode_return": 1.5, "labels": 8, "wall_time_s": 3.0,
        "episode_length": 50, "session": 0}

@@ -1,17 +1,12 @@
 """The control for the reward's scale: SAC on the env's reward, standardised as drlhp standardises its own."""
 from __future__ import annotations
 
-import os
-import sys
-
 import numpy as np
 import pytest
 from stable_baselines3 import PPO, SAC
+from standardised_reward import StandardisedRewardReplayBuffer, standardise_rewards
 
 from drlhp.reward.normaliser import RewardNormaliser
-
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples"))
-from standardised_reward import StandardisedRewardReplayBuffer, standardise_rewards  # noqa: E402
 
 
 def sac(**kwargs) -> SAC:

@@ -1,4 +1,5 @@
-"""Shared by the benchmarks: the two envs measured, and a checkpoint to predict rewards with."""
+"""The envs the benchmarks measure (MovingDot and Pong), and what measuring them shares: a checkpoint to predict
+rewards with, random-action stepping, one thread, the per-env command line."""
 from __future__ import annotations
 
 import os

@@ -1,4 +1,5 @@
-"""A private Xvfb display and tmux server, for driving drlhp's human labelling as a person would."""
+"""A private Xvfb display and tmux server, for driving drlhp's human labelling as a person would: the
+human-labelling tests' and ``human_labelling_rate.py``'s."""
 from __future__ import annotations
 
 import contextlib

@@ -16,7 +16,7 @@ from stable_baselines3.common.vec_env import VecEnv, VecFrameStack
 
 #: Every Atari example's defaults.
 #: The reward network keeps drlhp's defaults: centred frames learn Pong without batch normalisation, with far
-#: less noise in the reward (docs/results.md, "Centred frames").
+#: less noise in the reward (docs/history.md, "Centred frames").
 ATARI_DEFAULTS = dict(total_timesteps=10_000_000, n_initial_prefs=500, n_initial_training_steps=200,
                       log_every=10_000, save_every=50_000)
 
@@ -24,7 +24,7 @@ ATARI_DEFAULTS = dict(total_timesteps=10_000_000, n_initial_prefs=500, n_initial
 #: The rows of the 84x84 frame that show the score (Breakout: and the lives left), blanked so that neither the
 #: reward network nor a person judges a clip by its digits; the play starts below them. The Pong run with them
 #: blanked kept pace with the true reward's until 900k steps and had the least noisy reward measured
-#: (docs/results.md, "The score on the screen").
+#: (docs/history.md, "The score on the screen").
 SCORE_ROWS = {"PongNoFrameskip-v4": 9, "BreakoutNoFrameskip-v4": 6, "SeaquestNoFrameskip-v4": 12}
 
 

@@ -2,17 +2,15 @@
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+import results_report  # benchmarks/' own module (pytest's pythonpath, pyproject.toml)
+from run_records import KEYS, read_records, write_record
 
 pytest.importorskip("rliable")
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "benchmarks"))
-import results_report  # noqa: E402  (the benchmarks' own module, from benchmarks/)
-from run_records import KEYS, read_records, write_record  # noqa: E402
 
 
 def test_the_results_pages_tables_are_what_the_records_give():
@@ -84,7 +82,7 @@ def test_scores_are_normalised_by_the_true_rewards_mean_and_aggregated_as_an_iqm
     assert 0.0 <= low < arms["drlhp"].iqm < high <= 2.0
 
     blocks = results_report.tables(records)
-    assert "**0.83** [" in blocks["atari"] and "| 5 (0, 1, 2, 3, 4) |" in blocks["atari"]
+    assert "**0.83**, 95 % CI [" in blocks["atari"] and "| 5 (0, 1, 2, 3, 4) |" in blocks["atari"]
     levers = blocks["levers"].splitlines()[2:]
     assert len(levers) == 2 and "the reward centred on its median" in levers[0]
     assert "| 0.00 | 0.70 |" in levers[0]  # 0 against random -21 and the mean 9
@@ -142,7 +140,7 @@ def test_a_tasks_ab_lever_is_an_arm_of_its_own_beside_the_defaults_and_leaves_th
     assert arms["no-relabel"].iqm == pytest.approx(0.25)
     blocks = results_report.tables(records)
     row = next(line for line in blocks["mujoco"].splitlines() if "no-relabel" in line)
-    assert "drlhp with `--no-relabel`, ≤ 700 labels | 3 (0, 1, 2) |" in row and "**0.25** [" in row
+    assert "drlhp with `--no-relabel`, ≤ 700 labels | 3 (0, 1, 2) |" in row and "**0.25**, range [0.00, 0.50]" in row
     levers = blocks["levers"].splitlines()[2:]
     assert len(levers) == 1 and "--no-ensemble" in levers[0]  # another lever stays a lever
 
@@ -182,8 +180,8 @@ def test_each_teacher_and_label_budget_is_an_arm_of_its_own_and_the_readme_says_
     levers = blocks["levers"].splitlines()[2:]
     assert len(levers) == 1 and "mistake-rate-0.1_no-relabel" in levers[0]
     sentence = blocks["fallible"]
-    assert ("HalfCheetah (SAC) ≤ 200 labels, teacher: mistake rate 0.1: **0.80** [" in sentence
-            and "(3 runs)" in sentence and "mistake rate 0.3: **0.50**" in sentence)
+    assert ("HalfCheetah (SAC) ≤ 200 labels, teacher: mistake rate 0.1: **0.80**, range [0.70, 0.90] (3 runs)"
+            in sentence and "mistake rate 0.3: **0.50** (one run)" in sentence)
     assert "no run taught by a fallible one" in results_report.tables(records[:3])["fallible"]
 
 
@@ -194,5 +192,222 @@ def test_the_offline_label_noise_table_is_each_logs_summary(tmp_path):
                    "mean over the seeds [lowest, highest]\n"
                    "       0.3:700             defaults r_disc 0.931 [0.916, 0.945]  r_100 0.917 [0.906, 0.928]\n")
     rows = results_report.label_noise_table(tmp_path).splitlines()[2:]
-    assert rows == ["| Hopper (SAC) | 0.3 | 700 | defaults | 0.931 [0.916, 0.945] | 0.917 [0.906, 0.928] |"]
+    assert rows == ["| Hopper (SAC) | 0.3 | 700 | defaults | 0.931 [0.916, 0.945] | 0.917 [0.906, 0.928] | — | — | — |"]
     assert results_report.label_noise_table(tmp_path / "none") == "Not measured yet."
+
+
+def test_the_offline_label_noise_table_counts_the_seeds_a_lever_beat_the_defaults_on(tmp_path):
+    log = tmp_path / "hopper_sac" / "label_noise" / "label_noise.log"
+    log.parent.mkdir(parents=True)
+    log.write_text("       teacher seed              variant     r_disc  noise_p left_out\n"
+                   "       0.3:700    0             defaults      0.90    0.100        0\n"
+                   "       0.3:700    1             defaults      0.95    0.100        0\n"
+                   "       0.3:700    0     label-filter-0.1      0.93    0.100      102\n"
+                   "       0.3:700    1     label-filter-0.1      0.94    0.100      152\n\n"
+                   "mean over the seeds [lowest, highest]\n"
+                   "       0.3:700     label-filter-0.1 r_disc 0.935 [0.930, 0.940]  r_100 0.9 [0.9, 0.9]\n")
+    rows = results_report.label_noise_table(tmp_path).splitlines()[2:]
+    assert rows == ["| Hopper (SAC) | 0.3 | 700 | label-filter-0.1 | 0.935 [0.930, 0.940] | 0.9 [0.9, 0.9] | 1 of 2 | "
+                    "0.1 | 102-152 |"]
+
+
+@pytest.mark.parametrize("runs", [1, 2, 3, 4, 5, 6])
+def test_over_4_runs_or_fewer_the_bracket_is_the_runs_range_and_is_called_so(runs):
+    """What the page's "How to read the tables" says: a 95 % bootstrap interval over 4 runs or fewer is exactly their
+    range, so the tables call it one; from 5 runs on it lies inside it."""
+    rng = np.random.default_rng(runs)
+    for _ in range(3):
+        normalised = rng.normal(1.0, 0.3, runs)
+        iqm, interval = results_report.iqm_with_interval(normalised[:, None])
+        arm = results_report.Arm([None] * runs, normalised, normalised, iqm, interval)  # type: ignore[list-item]
+        assert results_report.is_range(arm) == (runs <= 4)
+        text = results_report.fmt_iqm(arm)
+        if runs == 1:
+            assert text == f"**{iqm:.2f}** (one run)"
+        else:
+            what = "range" if runs <= 4 else "95 % CI"
+            assert text == f"**{iqm:.2f}**, {what} [{interval[0]:.2f}, {interval[1]:.2f}]"
+    assert 1 / 3**3 > (1 - results_report.CONFIDENCE) / 2  # the page's "1 in 27 of 3 runs"
+
+
+def test_the_curves_table_gives_each_runs_milestones_best_and_late_mean(tmp_path):
+    # Episodes every 10k steps, 100 in all; returns rise by 1 an episode from -21: the 20-episode mean reaches -20
+    # at the 20th episode (mean -11.5 there), 0 at the 31st (mean -0.5: no; the 32nd: 0.5), 10 at the 42nd.
+    returns = [-21.0 + i for i in range(100)]
+    record(tmp_path, "true_reward_seed0", "true_reward", 0, returns)
+    record(tmp_path, "drlhp_seed0_3000labels", "drlhp", 0, [-21.0] * 100)
+    records = read_records(tmp_path)
+    per_task = {"pong": results_report.results(records, "pong")}
+    spec = results_report.TASKS["pong"]
+    c = results_report.course(per_task["pong"]["true_reward"].records[0], spec)
+    steps = np.linspace(10_000, 1_000_000, 100).astype(int)
+    assert [m for m, _, _ in c.reached] == list(spec.milestones) == [-20, 0, 10]
+    assert [at for _, at, _ in c.reached] == [steps[19], steps[31], steps[41]]
+    assert c.best == pytest.approx(np.mean(returns[-20:])) and c.best_at == steps[-1]
+    assert c.late_mean == pytest.approx(np.mean(returns[80:]))  # the episodes after 800k
+    rows = results_report.curves_table(per_task, "atari").splitlines()
+    assert rows[2].startswith("| Pong | drlhp, ≤ 3,000 labels | 1 (0) | -20: never<br>0: never<br>10: never |")
+    assert "| -20: 200k<br>0: 320k<br>10: 420k |" in rows[3]
+
+
+def test_the_ending_table_reads_the_log_and_the_recordings_it_names(tmp_path):
+    from run_records import save_arrays
+
+    policies = tmp_path / "benchmarks" / "results" / "seaquest" / "policies" / "drlhp_seed0"
+    policies.mkdir(parents=True)
+    episodes = np.repeat(np.arange(4), 25)  # 100 steps, 3 episodes ended
+    save_arrays(policies / "agent_1000000.npz", rewards=np.ones(100, np.float32), episodes=episodes)
+    log = policies.parent / "ending.log"
+    log.write_text(
+        "$ python benchmarks/reward_signal.py measure benchmarks/results/seaquest/run/reward_predictor.ckpt "
+        "--policies benchmarks/results/seaquest/policies/drlhp_seed0 --per-policy\n"
+        "checkpoint      r_disc  typical  ending  ending_true\n"
+        "benchmarks/results/seaquest/run/reward_predictor.ckpt  0.1  0.0  0.6  -0.1\n"
+        "  agent_1000000                                         0.2  0.001  0.584  -0.138\n")
+    rows = results_report.ending_table(log, tmp_path).splitlines()[2:]
+    assert rows == ["| `seaquest/run/reward_predictor.ckpt` | drlhp_seed0 at 1,000k | 100 | 3 | 100 | 0.2 | 0.001 | "
+                    "0.584 | -0.138 |"]
+    assert results_report.ending_table(tmp_path / "none.log") == "Not measured yet."
+
+
+def test_the_random_target_sentence_says_whether_its_runs_are_of_todays_defaults(tmp_path):
+    task = "moving_dot_random_target"
+    kw = {"task": task, "steps": 300_000, "label_budget": 1000, "labels": 1000}
+    record(tmp_path, "true_reward_seed0", "true_reward", 0, [49.0] * 50, **{**kw, "label_budget": None,
+                                                                          "labels": None})
+    record(tmp_path, "drlhp_seed0_1000labels_hyperbolic", "drlhp", 0, [48.0] * 50, defaults=False,
+           variant="hyperbolic", description="Labels on the hyperbolic schedule.", date="2026-11-24", **kw)
+    records = read_records(tmp_path)
+    per_task = {task: results_report.results(records, task)}
+    text = results_report.movingdot_sentence(records, per_task, "LINK")
+    assert text.startswith("No run of today's defaults is recorded yet. The latest drlhp runs (2026-11-24")
+    assert "`moving_dot_random_target/drlhp_seed0_1000labels_hyperbolic`" in text
+    assert "not today's defaults: labels on the hyperbolic schedule (LINK)." in text
+
+    record(tmp_path, "drlhp_seed0_1000labels", "drlhp", 0, [47.0] * 50, **kw)
+    records = read_records(tmp_path)
+    per_task = {task: results_report.results(records, task)}
+    text = results_report.movingdot_sentence(records, per_task, "LINK")
+    assert text.startswith("With today's defaults and 1,000 synthetic labels, PPO ended at 47.00 (seed 0: "
+                           "`moving_dot_random_target/drlhp_seed0_1000labels`)")
+    assert "against 49.00 (seed 0: `moving_dot_random_target/true_reward_seed0`) on the true reward" in text
+
+
+# -- every number in the results page's prose --------------------------------------------------------------------
+
+NUMBER = re.compile(r"(?<![\w.#/])-?\d[\d,]*(?:\.\d+)?(?:[kM](?![A-Za-z]))?(?!\w)")
+CITATION = re.compile(r"(?:et al\.,?|NeurIPS) (?:19|20)\d\d\b")  # a year that names a paper, not a figure
+
+
+def prose_numbers(text: str) -> list[tuple[str, str, str]]:
+    """(section, number, its line) for every number in a page's prose: not in a generated block, a code block or
+    span, a comment, a link's target or a citation's year."""
+    text = re.sub(r"<!-- report:[a-z]+ -->\n.*?<!-- /report -->", "", text, flags=re.S)
+    text = re.sub(r"```.*?```", "", text, flags=re.S)
+    text = re.sub(r"<!--.*?-->", "", text, flags=re.S)
+    text = re.sub(r"`[^`]*`", "", text)
+    text = re.sub(r"\]\([^)]*\)", "]", text)
+    text = CITATION.sub("", text)
+    found, section = [], ""
+    for line in text.splitlines():
+        if line.startswith("## "):
+            section = line[3:]
+        found += [(section, m.group(0).rstrip(","), line) for m in NUMBER.finditer(line)]
+    return found
+
+
+def steps(n: int) -> str:
+    return f"{n // 1_000_000}M" if n % 1_000_000 == 0 else f"{n // 1000:,}k"
+
+
+def checked_numbers() -> dict[str, dict[str, str]]:
+    """By section of docs/results.md (the page-wide ones under ""): each number its prose may name, computed from the
+    run records, their settings and the report's own definitions, with where it comes from."""
+    tasks, records = results_report.TASKS, read_records()
+    per_task = {t: a for t in tasks if (a := results_report.results(records, t)) is not None}
+
+    def settings(task: str, key: str) -> set:
+        """An example argument of the task's drlhp runs with today's defaults: one value for all of them."""
+        values = {r["settings"]["example"][key] for r in per_task[task]["drlhp"].records}
+        assert len(values) == 1, (task, key, values)
+        return values
+
+    def seeds(*names: str) -> set[str]:
+        return {str(r["seed"]) for r in records if r["task"] in names}
+
+    window, confidence = results_report.WINDOW, results_report.CONFIDENCE
+    largest_range = max(n for n in range(1, 7) if all(results_report.is_range(results_report.Arm(
+        [None] * n, x, x, *results_report.iqm_with_interval(x[:, None])))  # type: ignore[list-item]
+        for x in (np.random.default_rng(n + i).normal(size=n) for i in range(3))))
+    pong = tasks["pong"]
+    base = per_task["pong"]["true_reward"]
+    atari = [t for t in per_task if tasks[t].family == "atari"]
+    [n_envs] = set.union(*(settings(t, "n_envs") for t in atari))
+    [initial] = set.union(*(settings(t, "n_initial_prefs") for t in atari))
+    [budget] = {tasks[t].label_budget for t in atari} | set.union(*(settings(t, "label_budget") for t in atari))
+    [atari_steps] = {tasks[t].step for t in atari} | set.union(*(settings(t, "total_timesteps") for t in atari))
+    rt = "moving_dot_random_target"
+    rt_envs = {r["settings"]["example"]["n_envs"] for r in records if r["task"] == rt}
+    sac = ["halfcheetah_sac", "hopper_sac"]
+    fallible = per_task["halfcheetah_sac"]["200labels_mistake-rate-0.1"]
+    scales = {r["settings"]["drlhp"]["reward_scale"] for t in sac for r in per_task[t]["drlhp"].records}
+    noise_log = (results_report.RESULTS / "halfcheetah_sac" / "label_noise" / "label_noise.log").read_text()
+    recordings = {p.stem.split("_")[1]
+                  for p in (results_report.RESULTS / "seaquest" / "policies").glob("*/agent_*.npz")}
+    return {
+        "": {str(window): "WINDOW, the episodes in a score and in a curve's mean",
+             steps(pong.step): "the Atari tasks' step",
+             f"{results_report.normalise(base.scores.mean(), 'pong', base.scores.mean()):.1f}":
+                 "the true reward's mean",
+             f"{results_report.normalise(pong.random_return, 'pong', 9.0):.1f}": "a random policy",
+             f"{confidence * 100:g}": "CONFIDENCE", f"{(1 - confidence) * 100 / 2:g}": "the interval's tails",
+             str(largest_range): "the most runs whose interval is their range",
+             str(largest_range + 1): "the fewest runs whose interval is inside their range",
+             **({"1": "1 in 27", "27": "1 in 27: a resample of 3 runs all one run", "3": "3 runs; 3 times in 4"}
+                if 1 / 3**3 > (1 - confidence) / 2 and 13 / 4**4 > (1 - confidence) / 2 else {})},
+        "Atari with today's defaults": {str(n_envs): "the Atari records' n_envs",
+                                        f"{initial:,}": "the Atari records' n_initial_prefs",
+                                        f"{budget:,}": "the Atari label budget", steps(atari_steps): "their steps",
+                                        **{s: "a seed of an Atari record" for s in seeds(*atari)},
+                                        **{f"{r}k": "a Seaquest recording's agent steps"
+                                           for r in (str(int(x) // 1000) for x in recordings)}},
+        "Levers tried": {},
+        "MovingDot with the target at random": {str(n): "the random-target records' n_envs" for n in rt_envs} | {
+            steps(tasks[rt].step): "the random-target step", f"{tasks[rt].label_budget:,}": "its label budget"},
+        "Continuous control from state (MuJoCo)": {f"{tasks[t].label_budget:,}": "the MuJoCo label budget"
+                                                   for t in per_task if tasks[t].family == "mujoco"} | {
+            steps(tasks[t].step): "a MuJoCo step" for t in per_task if tasks[t].family == "mujoco"},
+        "A fallible teacher": {f"{fallible.records[0]['label_budget']:,}": "the fallible teacher's label budget",
+                               f"{tasks['halfcheetah_sac'].label_budget:,}": "the perfect teacher's",
+                               **{str(s): "a seed the fallible teacher has not run yet"
+                                  for s in {r["seed"] for r in per_task["halfcheetah_sac"]["drlhp"].records}
+                                  - {r["seed"] for r in fallible.records}},
+                               **({"100": "r_100's horizon"} if " r_100 " in noise_log else {}),
+                               **{labels: "a label count of label_noise.log"
+                                  for labels in re.findall(r"^\s*[\d.]+:(\d+)\s", noise_log, re.M)},
+                               **{f"{s:g}": "the SAC records' reward_scale" for s in scales}},
+        "Measured once, before the records": {},
+    }
+
+
+def test_every_number_in_the_results_pages_prose_is_generated_or_checked_against_the_records():
+    known = checked_numbers()
+    found = prose_numbers(results_report.DOCS.read_text())
+    assert len(found) >= 20  # the check sees the prose
+    unchecked = [(section, number, line.strip()) for section, number, line in found
+                 if number not in known[""] and number not in known.get(section, {})]
+    assert not unchecked, (
+        "numbers in docs/results.md's prose that no record or setting gives (generate them in "
+        f"benchmarks/results_report.py, or check them in checked_numbers()): {unchecked}")
+    headings = {line[3:] for line in results_report.DOCS.read_text().splitlines() if line.startswith("## ")}
+    assert set(known) - {""} <= headings, "a section was renamed: follow it in checked_numbers()"
+
+
+def test_every_script_the_records_modules_name_is_there():
+    """run_records.py once named a report script that was not (atari_report.py): what they name, they have."""
+    for module in ("run_records.py", "results_report.py"):
+        text = (ROOT / "benchmarks" / module).read_text()
+        named = set(re.findall(r"\b([a-z_]+\.py)\b", text))
+        assert named, module
+        missing = sorted(n for n in named if not any((ROOT / d / n).is_file() for d in ("benchmarks", "examples")))
+        assert not missing, f"benchmarks/{module} names {missing}, which are not in benchmarks/ or examples/"

@@ -267,7 +267,9 @@ INTERVAL_NOTE = ("IQM: the interquartile mean of the runs' normalised scores. \"
                  f"interval. \"{CI}\": from 5 runs on, the bootstrap's interval, inside the runs' range.")
 
 
-def main_table(per_task: dict[str, dict[str, Arm]], family: str) -> str:
+def main_table(per_task: dict[str, dict[str, Arm]], family: str, note: bool = False) -> str:
+    """The family's main table, a row per task and arm; ``note``: with what its IQM column holds (the page's
+    first table has it, the others point at it by their column's header)."""
     if not any(TASKS[t].family == family and "drlhp" in arms for t, arms in per_task.items()):
         return "No run with today's defaults recorded yet."
     lines = [f"| task | arm | runs (seeds) | return at the step, each run | normalised, each run | IQM [range or {CI}] "
@@ -283,7 +285,7 @@ def main_table(per_task: dict[str, dict[str, Arm]], family: str) -> str:
                          f"{', '.join(f'{s:.2f}' for s in arm.scores)} | "
                          f"{', '.join(f'{n:.2f}' for n in arm.normalised)} | {fmt_iqm(arm)} | "
                          f"{hours([r['wall_time_s'] for r in arm.records])} |")
-    return "\n".join(lines) + "\n\n" + INTERVAL_NOTE
+    return "\n".join(lines) + ("\n\n" + INTERVAL_NOTE if note else "")
 
 
 def aggregate_table(aggregate: tuple[list[str], list[int], dict[str, tuple]] | None, per_task: dict) -> str:
@@ -590,7 +592,7 @@ def tables(records: list[Record]) -> dict[str, str]:
         "readmemovingdot": movingdot_sentence(records, per_task,
                                               "[Results](docs/results.md#movingdot-with-the-target-at-random)"),
         # docs/results.md's
-        "atari": "\n\n".join(filter(None, [main_table(per_task, "atari"),
+        "atari": "\n\n".join(filter(None, [main_table(per_task, "atari", note=True),
                                             aggregate_table(over_games(per_task), per_task),
                                             targets_sentence(per_task, "atari")])),
         "ataricurves": curves_table(per_task, "atari"),

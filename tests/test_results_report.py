@@ -411,3 +411,10 @@ def test_every_script_the_records_modules_name_is_there():
         assert named, module
         missing = sorted(n for n in named if not any((ROOT / d / n).is_file() for d in ("benchmarks", "examples")))
         assert not missing, f"benchmarks/{module} names {missing}, which are not in benchmarks/ or examples/"
+
+
+def test_the_results_page_stays_under_300_lines():
+    """A page a reviewer reads through: what is history goes to docs/history.md, what repeats a table goes."""
+    n_lines = len(results_report.DOCS.read_text().splitlines())
+    assert n_lines < 300, (f"docs/results.md has {n_lines} lines: move what is dated to docs/history.md, or let a "
+                           "generated table say what prose repeats")

@@ -600,7 +600,8 @@ def tables(records: list[Record]) -> dict[str, str]:
         "movingdot": "\n\n".join(filter(None, [
             main_table(per_task, "movingdot") if "drlhp" in per_task.get("moving_dot_random_target", {}) else "",
             movingdot_sentence(records, per_task,
-                               "their rows are in [the levers' table](history.md#every-lever-run-by-run)")])),
+                               "its runs with other settings are in [the levers' table]"
+                               "(history.md#every-lever-run-by-run)")])),
         "mujoco": "\n\n".join(filter(None, [main_table(per_task, "mujoco"), targets_sentence(per_task, "mujoco")])),
         "mujococurves": curves_table(per_task, "mujoco"),
         "levers": levers_table(records, per_task),  # docs/history.md's

@@ -46,7 +46,7 @@ from drlhp.config import PreferenceConfig
 from drlhp.errors import ConfigError, WriteError
 from drlhp.learning_curve import LearningCurveWriter, learning_curve_path, next_session
 from drlhp.sb3 import HumanPreferencesLogger, HumanPreferencesVecEnvWrapper, RelabelReplayBuffer
-from drlhp.storage.files import writing
+from drlhp.storage.files import prepare_log_dir, writing
 
 
 @dataclass
@@ -225,7 +225,7 @@ def train_from_preferences(venv: VecEnv, args: Args, make_agent: Callable[[VecEn
         sys.exit(2)
     try:
         session = start_session(args, env_id, env_kwargs)
-    except (AgentCheckpointError, RunDirError) as e:
+    except (AgentCheckpointError, RunDirError, WriteError) as e:
         venv.close()
         print(f"error: {e}", file=sys.stderr)
         sys.exit(2)
@@ -405,6 +405,7 @@ def start_session(args: Args, env_id: str, env_kwargs: dict | None = None) -> Se
     ckpt = agent_checkpoint_path(args.log_dir)
     if args.resume and not os.path.isdir(args.log_dir):
         raise RunDirError(f"--resume: {args.log_dir} does not exist; name the log_dir of the run to continue")
+    prepare_log_dir(args.log_dir)  # one that cannot be written fails before the run says how to go on from it
     if not args.resume:
         for path in (ckpt, learning_curve_path(args.log_dir)):
             if os.path.exists(path):

@@ -27,6 +27,7 @@ import time
 from collections.abc import Iterator
 
 import psutil
+from run_records import git_commit
 
 from drlhp import HumanPreferencesEnvWrapper, WriteError
 from drlhp.envs import MovingDotEnv
@@ -141,14 +142,6 @@ def main() -> None:
         os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
         with open(args.out, "a") as f:
             f.write("\n".join(lines) + "\n")
-
-
-def git_commit() -> str:
-    here = os.path.dirname(os.path.abspath(__file__))
-    done = subprocess.run(["git", "-C", here, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
-    dirty = subprocess.run(["git", "-C", here, "status", "--porcelain", "--untracked-files=no"], capture_output=True,
-                           text=True).stdout.strip()
-    return done.stdout.strip() + ("+changes" if dirty else "")
 
 
 if __name__ == "__main__":

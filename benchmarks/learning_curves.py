@@ -51,7 +51,7 @@ from pathlib import Path
 
 import numpy as np
 from examples_path import with_examples
-from run_records import free_folder, record_name, write_record
+from run_records import free_folder, git_commit, record_name, write_record
 
 from drlhp.learning_curve import current_rows, curve_from_rows, read_learning_curve, read_rows
 
@@ -265,17 +265,6 @@ def launched_runs(launch: dict) -> list[str] | tuple[str, ...]:
     arms = [word.split("=", 1)[1] for word in words if word.startswith("--arm=")]
     arms += [after for word, after in zip(words, words[1:]) if word == "--arm"]
     return arms or RUNS
-
-
-def git_commit() -> str:
-    """HEAD's commit, with ``+changes`` when tracked files differ from it (the code that ran was not HEAD's)."""
-    def git(*cmd: str) -> subprocess.CompletedProcess:
-        return subprocess.run(["git", "-C", ROOT, *cmd], capture_output=True, text=True)
-
-    head = git("rev-parse", "HEAD")
-    if head.returncode != 0:
-        return "unknown (not a git checkout)"
-    return head.stdout.strip() + ("+changes" if git("diff", "--quiet", "HEAD").returncode else "")
 
 
 def record(args: argparse.Namespace, example_args: list[str], run: str, log_dir: str) -> None:

@@ -52,6 +52,7 @@ import gzip
 import io
 import json
 import os
+import subprocess
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -158,6 +159,17 @@ def _member(name: str) -> zipfile.ZipInfo:
     info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
     info.compress_type = zipfile.ZIP_LZMA
     return info
+
+
+def git_commit() -> str:
+    """HEAD's commit, with ``+changes`` when tracked files differ from it (the code that ran was not HEAD's)."""
+    def git(*cmd: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["git", "-C", str(ROOT), *cmd], capture_output=True, text=True)
+
+    head = git("rev-parse", "HEAD")
+    if head.returncode != 0:
+        return "unknown (not a git checkout)"
+    return head.stdout.strip() + ("+changes" if git("diff", "--quiet", "HEAD").returncode else "")
 
 
 def record_name(arm: str, seed: int, labels: int | None, variant: str = "defaults", teacher: dict | None = None) -> str:

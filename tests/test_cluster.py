@@ -492,6 +492,21 @@ def test_replay_buffers_drlhp_cannot_relabel_are_refused_with_the_fix():
         with_preferences(None, small_dot, service, max_time_share=0.0)
 
 
+def feed_until(env, condition, timeout: float = 60.0) -> bool:
+    """Step the runner's env a tenth of a second at a time until ``condition()`` holds (or ``timeout`` s pass)."""
+    def fed() -> bool:
+        run_for(env, seconds=0.1)
+        return condition()
+
+    return wait_for(fed, timeout=timeout, poll=0)
+
+
+def feed_until_trained(env, service) -> None:
+    """Feed the service clips until it has its initial labels and a reward predictor ready."""
+    assert feed_until(env, lambda: service.stats()["run_labels"] >= CLUSTER["n_initial_prefs"])
+    service.wait_for_reward_predictor(timeout=120)
+
+
 def test_a_service_worker_that_raises_mid_run_is_a_clear_error_in_the_driver_and_loses_no_label(cluster, tmp_path):
     # The interface's labeller raises, once the service has trained a checkpoint (a trainer cannot be made to raise
     # mid-run where Ray starts it: test_worker_faults.py does so on one machine).
@@ -502,17 +517,12 @@ def test_a_service_worker_that_raises_mid_run_is_a_clear_error_in_the_driver_and
     env = linked_env(service.name, 1.0)
     pids = service.processes()
 
-    def fed(condition) -> bool:
-        run_for(env, seconds=0.1)
-        return condition()
-
     try:
-        assert wait_for(lambda: fed(lambda: service.stats()["run_labels"] >= CLUSTER["n_initial_prefs"]), timeout=60)
-        service.wait_for_reward_predictor(timeout=120)
+        feed_until_trained(env, service)
         answered = service.stats()["labels_sent"]
         cue.touch()  # the labeller raises at the pair the next clip brings
         with pytest.raises(WorkerError) as err:
-            wait_for(lambda: fed(lambda: service.check() and False), timeout=60, poll=0)
+            feed_until(env, lambda: service.check() and False)
         assert "pref_interface process failed" in str(err.value) and LABELLER_FAULT in str(err.value)
         assert "preference service" in str(err.value)
         with pytest.raises(WorkerError, match="pref_interface"):  # and again: a runner's call cannot swallow it
@@ -533,17 +543,12 @@ def test_a_service_that_cannot_write_its_log_dir_mid_run_is_one_write_error_line
     service = start_service(str(log_dir))
     env = linked_env(service.name, 1.0)
 
-    def fed(condition) -> bool:
-        run_for(env, seconds=0.1)
-        return condition()
-
     try:
-        assert wait_for(lambda: fed(lambda: service.stats()["run_labels"] >= CLUSTER["n_initial_prefs"]), timeout=60)
-        service.wait_for_reward_predictor(timeout=120)
+        feed_until_trained(env, service)
         os.rename(log_dir, aside)  # root ignores permissions: a file in the log_dir's place makes it unwritable
         log_dir.write_text("in the way")
         with pytest.raises(WriteError) as err:
-            wait_for(lambda: fed(lambda: service.check() and False), timeout=60, poll=0)
+            feed_until(env, lambda: service.check() and False)
         message = str(err.value)
         assert "\n" not in message and str(log_dir) in message and "a file stands where" in message
         assert "preference service" in message

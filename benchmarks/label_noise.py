@@ -36,6 +36,9 @@ VARIANTS: dict[str, dict] = {
     "estimate-noise-prob": {"estimate_noise_prob": True},
     "label-filter-0.1": {"label_filter": 0.1},
     "both": {"estimate_noise_prob": True, "label_filter": 0.1},
+    "label-flip-0.05": {"label_flip": 0.05},
+    "label-flip-0.2": {"label_flip": 0.2},
+    "all": {"estimate_noise_prob": True, "label_filter": 0.1, "label_flip": 0.02},
 }
 SHOWN = ("r_disc", "r_100", "r_episode", "policy_rho")
 SEGMENT_LENGTH = 25  # the examples' clips
@@ -61,7 +64,7 @@ def main() -> None:
 
     evaluation = load_recordings(args.eval)
     print(f"{'teacher':>14} {'seed':>4} {'variant':>20} " + " ".join(f"{c:>10}" for c in SHOWN)
-          + f" {'val_acc':>8} {'noise_p':>8} {'left_out':>8}", flush=True)
+          + f" {'val_acc':>8} {'noise_p':>8} {'left_out':>8} {'flipped':>8}", flush=True)
     results: dict[tuple, list[dict]] = {}
     for rate, n_labels in args.teachers:
         teacher = f"{rate:g}:{n_labels}"
@@ -77,7 +80,8 @@ def main() -> None:
                 row = {**measure(log_dir, evaluation), **last_metrics(log_dir)}
                 results.setdefault((teacher, variant), []).append(row)
                 print(f"{teacher:>14} {seed:>4} {variant:>20} " + " ".join(f"{row[c]:>10.3f}" for c in SHOWN)
-                      + f" {row['val_accuracy']:>8.3f} {row['noise_prob']:>8.3f} {row['pairs_left_out']:>8.0f}",
+                      + f" {row['val_accuracy']:>8.3f} {row['noise_prob']:>8.3f} {row['pairs_left_out']:>8.0f}"
+                      + f" {row['pairs_flipped']:>8.0f}",
                       flush=True)
     print("\nmean over the seeds [lowest, highest]")
     for (teacher, variant), rows in results.items():
@@ -103,10 +107,11 @@ def trained(log_dir: str, steps: int) -> bool:
 
 
 def last_metrics(log_dir: str) -> dict[str, float]:
-    """The last checkpoint's validation accuracy, assumed share of random answers and pairs left out."""
+    """The last checkpoint's validation accuracy, assumed share of random answers, and pairs left out and flipped
+    (none in a file from before flipping)."""
     last = last_checkpoint(log_dir)
     assert last is not None  # trained() before
-    return {key: float(last[key]) for key in ("val_accuracy", "noise_prob", "pairs_left_out")}
+    return {key: float(last.get(key, 0)) for key in ("val_accuracy", "noise_prob", "pairs_left_out", "pairs_flipped")}
 
 
 if __name__ == "__main__":

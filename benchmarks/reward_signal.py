@@ -17,7 +17,7 @@ six agents of a true-reward PPO run at seed 0, from 50k to 1M agent steps), so s
     python benchmarks/reward_signal.py labels benchmarks/results/pong/policies/labels --out lab6_early \
         --labels 3000 --weights 4 1 1 0.5 0.5 0.5
     # 3. train reward networks on them the way you want to compare, then score each checkpoint
-    drlhp train-reward lab6_early --log-dir rs_atari_bn --arch atari --batchnorm --ensemble-size 1 --steps 1000
+    drlhp train-reward lab6_early --log-dir rs_atari_bn --reward-net-arch atari --reward-predictor-batchnorm --ensemble-size 1 --steps 1000
     python benchmarks/reward_signal.py measure rs_atari_bn rs_other --policies benchmarks/results/pong/policies/eval
 
 Also committed: the last reward checkpoints of four Pong runs with the defaults (``reward_predictor.ckpt`` in

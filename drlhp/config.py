@@ -1,10 +1,13 @@
-"""The settings every drlhp front-end takes: one frozen dataclass, validated once.
+"""The settings every drlhp front-end takes: one frozen dataclass, declared once, checked once.
 
 ``HumanPreferencesEnvWrapper``, ``HumanPreferencesVectorWrapper`` and
-``drlhp.sb3.HumanPreferencesVecEnvWrapper`` all accept these as keyword
+``drlhp.sb3.HumanPreferencesVecEnvWrapper`` all accept these as flat keyword
 arguments (or a ready ``config=PreferenceConfig(...)``), so a setting has one
-name, one default and one check whatever the front-end. Each background process's
-settings are derived from them in one place (``drlhp.runtime.settings``).
+name, one default and one check whatever the front-end. Each field is declared
+with its section and its help text: the settings page (docs/settings.md), the
+``drlhp`` command's flags and the examples' flags are derived from them
+(``drlhp.cli.setting_flags``), and each background process's settings in one
+place (``drlhp.runtime.settings``).
 """
 from __future__ import annotations
 
@@ -49,238 +52,225 @@ LABELLING: tuple[Labelling, ...] = get_args(Labelling)
 
 
 @dataclass(frozen=True)
-class PreferenceConfig:
-    """Settings of a drlhp run.
+class Section:
+    """A group of ``PreferenceConfig``'s settings: calling it declares one setting of the group, with its default
+    and its help text (Markdown: ``code`` and [links](page.md#anchor) to the docs; ``drlhp.cli.setting_flags``
+    shows it as plain text)."""
 
-    Attributes:
-        segment_length: frames per clip shown for a preference (25 frames: 1-2 s of Atari).
-        synthetic_preferences: label pairs from the env's true reward (the clip with the
-            larger true return wins, equal returns are "equally good").
-            ``False`` asks people, as ``labelling`` says.
-        labelling: how people label when ``synthetic_preferences=False``: ``"terminal"``: the
-            two clips loop side by side in a window while the terminal asks L / R / E (Enter:
-            can't compare; needs a display); ``"web"``: a web page served at ``web_host``:``web_port``
-            (the address, with its token, is printed and in ``labelling_url``), for one or many
-            people at once, in their browsers.
-        web_host: the address the page is served on: ``127.0.0.1`` (this machine only; reach it
-            from a laptop with ``ssh -L``) unless you choose to serve other hosts.
-        web_port: the page's port; 0: any free port.
-        web_pair_timeout: seconds a pair handed to one labeller waits for their answer before
-            it is handed to someone else.
-        collect_prefs: start the preference interface and gather labels.
-        train_reward: train the reward predictor (on collected and/or loaded labels).
-        log_dir: where checkpoints (``reward_predictor_checkpoints/reward_predictor.ckpt``),
-            ``train.pkl.gz`` / ``val.pkl.gz``, the label journal and ``reward_training_metrics.csv``
-            go. One run at a time: a second run on a ``log_dir`` in use raises
-            ``drlhp.LogDirInUseError``; a new run that would collect into a ``log_dir`` holding
-            an earlier run's labels raises ``drlhp.LogDirHasLabelsError`` (see ``resume``).
-        resume: continue the run in ``log_dir`` where it stopped (closed, killed or crashed):
-            its labels (snapshot + journal), reward network, optimiser state, normaliser and
-            numbering. Where ``log_dir`` has no labels (or no checkpoint) of its own, they come
-            from ``prefs_dir`` (or ``pretrained_reward_predictor_dir``) as in a new run.
-        prefs_dir: a directory with ``train.pkl.gz`` / ``val.pkl.gz`` to start from.
-        pretrained_reward_predictor_dir: a checkpoint directory (or file) to predict
-            rewards with from the first step (and to continue training, with ``train_reward``).
-        obs_transform_func: maps one env's observation to the frame stored and rewarded
-            (e.g. ``lambda obs: obs["pixels"]``); called in this process only. Vector
-            front-ends call it on each sub-env's observation, never on the batch.
-        n_initial_prefs: labels before reward training starts: the initial batch, asked as
-            soon as there are clips (part of ``label_budget``).
-        label_budget: labels the run may ask for in all, a skipped pair included (None: no
-            limit, and synthetic labels come ``synthetic_prefs_per_segment`` per clip).
-            A synthetic run keeps to the same budget and schedule as a person would.
-        label_schedule: how the rate of asking falls after the initial batch: ``"constant"`` (an even
-            rate, so labels come from the agents of the whole run), ``"hyperbolic"`` (rate ∝ T0 / (T + T0)
-            after T env steps, as in the paper; with the default T0, 58 % of the labels come in the first
-            half of the run) or ``"inverse_quadratic"``.
-            ``stats()`` reports ``labels_asked``, ``labels_sent`` (answered) and ``labels_remaining``.
-        label_schedule_steps: env steps (all envs together) by which the budget is spent;
-            set it to your agent's ``total_timesteps``.
-        label_schedule_t0: the schedule's T0 in env steps (None: ``label_schedule_steps``).
-        pair_selection: ``"random"``: a random pair of recent clips; ``"disagreement"`` (the
-            paper's): of ``n_candidate_pairs`` random pairs, ask about the one the reward ensemble's
-            members disagree on most (needs ``ensemble_size`` >= 2; random until the first checkpoint).
-        n_candidate_pairs: candidate pairs per question for ``pair_selection="disagreement"``.
-        synthetic_teacher: how synthetic labels are given (``drlhp.SyntheticTeacher``:
-            rationality, myopia, mistakes, skipping, ties); the default is always right.
-        synthetic_teachers: several simulated people instead (name -> ``SyntheticTeacher``): they
-            answer pairs in turn, each label recorded as ``synthetic:<name>``; with
-            ``second_opinion_share`` another of them answers a pair too (e.g. to see what agreement
-            two teachers of known mistake rates reach).
-        labelling_instructions: the task in words ("prefer the clip where the car overtakes more"),
-            shown above every pair on the page and in the terminal, and recorded with the labels
-            (``drlhp show-prefs`` prints it).
-        undo_limit: answers each labeller may take back (U), newest first, back to this many of
-            their answers of this session; the label leaves the database, the budget gets it back,
-            and the pair is asked again. 0: no undo.
-        second_opinion_share: the share of answered pairs also asked to a second labeller (web: while
-            someone else is labelling; synthetic: with ``synthetic_teachers``). Both answers are kept
-            with their labeller; the pair's training label is their answer when they agree, else 0.5
-            (equally good). ``stats()``, the metrics CSV and the owner's page report how often each
-            two labellers agree. A second answer does not count against ``label_budget``.
-        n_initial_training_steps: reward-training steps before the predicted reward is returned.
-        max_prefs_in_db: labels kept for training + validation; oldest evicted first.
-        val_fraction: share of labels held out for validation (0.2: every fifth).
-        reward_predictor_ckpt_interval: write a checkpoint every this many training steps.
-        reward_predictor_lr: Adam learning rate of the reward network.
-        reward_predictor_batch_size: labelled pairs per training step.
-        reward_predictor_dropout: dropout probability after every hidden layer (the keypoint network:
-            its dense layers only).
-        reward_predictor_batchnorm: add batch normalisation after every hidden layer (Christiano et
-            al.'s Atari setting). With centred frames (``reward_predictor_frame_norm``) Pong learns
-            without it; on MovingDot it costs accuracy.
-        reward_predictor_frame_norm: what image frames go through before the network: ``"centre"``
-            (the default: each frame's channels minus their mean, so a flat background is 0 whatever
-            its brightness: Pong's grey one killed the network's units without batchnorm),
-            ``"standardise"`` (also divided by their standard deviation) or ``"none"``.
-        reward_predictor_device: the torch device the reward network trains on: ``"cpu"``,
-            ``"auto"`` (CUDA where torch finds it, else the CPU) or a device such as ``"cuda:1"``.
-            Every process loads its checkpoints on the CPU, so the env steps never wait on a GPU.
-        reward_net_arch: the reward network for image frames: ``"atari"``, the CNN of Christiano et
-            al. 2017; or ``"keypoints"`` (the default), convolutions ending in a spatial softmax that turns each
-            channel into an object's coordinates, so rewards that depend on where objects stand
-            relative to each other are learned from few labels (give it a few hundred training
-            steps before the agent relies on it). Flat vector frames always get an MLP. A pretrained
-            or resumed network keeps the architecture it was saved with.
-        augment_shift: while training, shift each labelled clip by up to this many pixels (edges
-            repeated; the same shift for all its frames), as DrQ / RAD do. 0: off.
-        temporal_crop_min_length: while training, cut each clip of a batch to one random length of
-            at least this many frames, each at its own start, as SURF does. None: off.
-        pseudo_label_threshold: SURF's semi-supervised term: also train on new pairings of the
-            database's clips, labelled with the network's own preference where it is at least this
-            sure (e.g. 0.95). These labels are recomputed every step and never stored. None: off.
-        reward_predictor_weight_average: checkpoints hold an exponential moving average of the
-            weights with this decay (0.99: about the last 100 training steps), a steadier network
-            than the last step's weights; None: the weights as trained.
-        reward_predictor_weight_decay: L2 penalty (Adam weight decay); with ``adaptive_l2``,
-            its starting value.
-        adaptive_l2: adjust the L2 penalty at each checkpoint so the validation loss stays
-            1.1-1.5 times the training loss (the paper's rule against overfitting few labels).
-        ensemble_size: reward networks trained side by side, each on its own bootstrap resample
-            of the labels (the paper: 3, with ``pair_selection="disagreement"``); the reward is the
-            mean of their normalised rewards. 1 (the default): a single network.
-        noise_prob: assumed probability that a label is a uniformly random answer
-            (Christiano et al. use 0.1); 0 is the plain Bradley-Terry model.
-        estimate_noise_prob: refit that probability at each checkpoint to the validation labels
-            (maximum likelihood under the network's predictions), never below ``noise_prob``: a
-            labeller who errs more is trusted less (``drlhp.reward.label_noise``).
-        label_filter: at each checkpoint the network judges every training pair, and a pair whose
-            label it gives a probability below this (e.g. 0.1) is left out of training until a
-            later checkpoint trusts it again (RIME's trusted samples, Cheng et al. 2024,
-            simplified). None: every label is trained on.
-        reward_scale: standard deviation of the returned predicted reward.
-            0.05, the paper's Atari value, keeps per-step rewards near the scale of
-            clipped Atari rewards summed over a clip.
-        reward_centre: which predicted reward becomes 0, over the frames of the labelled clips:
-            ``"mean"`` (the paper: the reward has mean 0) or ``"median"`` (a typical frame earns 0,
-            as in a game whose score rarely moves). Where rare frames earn much more than the
-            rest (points in Breakout), the mean lies above the typical frame, so mean-centring
-            makes a typical frame cost reward, and an agent whose episode ends at a lost life is
-            paid to end it sooner; the median keeps a longer life from costing. ``"lower"`` (the
-            default): the lower of the two, so a typical frame never costs; it takes the median on
-            Breakout and the mean on Pong (docs/history.md, "Defaults").
-        labeller: your own labeller (see ``drlhp.labellers.Labeller``) instead of the
-            built-in ones; it must be picklable, as it runs in the interface process.
-        display_zoom: whole-number zoom of the clips shown to a person (None: ~336 px tall).
-        display_fps: frame rate of the clips shown to a person.
-        human_terminal: the terminal where a person types answers: the controlling
-            terminal by default; name another (e.g. a tmux pane's ``/dev/pts/N``) when
-            the program runs without one.
-        prefs_autosave_interval: also rewrite the label snapshot in ``log_dir`` every this many
-            seconds. None (the default): each label is journaled as it comes anyway, and the
-            snapshot is rewritten once the labels since the last one are as many as the older ones.
-        max_segs: recent segments the preference interface picks pairs from.
-        synthetic_prefs_per_segment: synthetic labels asked per new segment.
-        segment_queue_size: segments in flight to the interface; when full, new ones are
-            dropped (counted in ``stats()``) rather than slowing ``step()``. None: 8, or twice
-            the number of envs if more (envs in lock-step finish their clips in the same step).
-        seed: seeds pair picking, the train/val sampling and the reward network init.
-        mp_start_method: ``"spawn"`` (default), ``"forkserver"`` or ``"fork"``.
-        torch_threads: torch threads of *this* process (the reward forward pass and
-            also your RL code's torch); ``None`` leaves torch's setting alone.
-        trainer_torch_threads: torch threads of the reward-training process.
-            With 2 cores, 1 + 1 keeps the RL process and the trainer off each other's core.
-        autosave_prefs: keep labels safe in ``log_dir`` without being asked: journal each
-            label before the next pair is asked, and save a snapshot on ``close()``. False:
-            labels reach disk only through ``save_prefs()``.
-        ckpt_poll_interval: seconds between cheap checks for a newer checkpoint (env process and interface).
-        close_timeout: seconds ``close()`` waits for the trainer to save and exit before
-            killing it.
-        log_level: logging level of drlhp's processes.
-        tensorboard_log: write the reward model's scalars (train/val loss and accuracy, labels,
-            pairs/s, the raw reward's centre and std) at each checkpoint to a new run
-            ``<tensorboard_log>/drlhp_reward_<N>``; give SB3 the same ``tensorboard_log`` to see
-            them beside the agent. Needs ``pip install "drlhp[tensorboard]"``.
+    title: str
+    about: str
+
+    def __call__(self, default: Any, help: str) -> Any:
+        return dataclasses.field(default=default, metadata={"section": self, "help": help})
+
+
+CLIPS = Section("Clips and pairs", "what is asked, how often, and from which clips")
+LABELLERS = Section("Labellers", "who answers: the synthetic teacher, a person at the terminal, people in a browser")
+REWARD_MODEL = Section("Reward model", "the network, how it trains on the labels, and the reward it returns")
+STORAGE = Section("Storage", "where a run keeps its labels and checkpoints, and what it starts from")
+PROCESSES = Section("Processes", "what runs, and how the background processes run")
+SECTIONS = (CLIPS, LABELLERS, REWARD_MODEL, STORAGE, PROCESSES)
+
+
+@dataclass(frozen=True)
+class PreferenceConfig:
+    """Settings of a drlhp run, in five sections: clips and pairs, labellers, reward model, storage, processes.
+
+    Pass them as flat keyword arguments (``HumanPreferencesEnvWrapper(env, segment_length=50)``); each one's default
+    and meaning are on the settings page (docs/settings.md), which is generated from the declarations below, and
+    ``drlhp.config.setting_help(name)`` returns it.
     """
 
-    segment_length: int = 25
-    synthetic_preferences: bool = True
-    labelling: Labelling = "terminal"
-    web_host: str = "127.0.0.1"
-    web_port: int = 8765
-    web_pair_timeout: float = 120.0
-    collect_prefs: bool = True
-    train_reward: bool = True
-    log_dir: str = "drlhp_logs"
-    resume: bool = False
-    prefs_dir: str | None = None
-    pretrained_reward_predictor_dir: str | None = None
-    obs_transform_func: Callable[[Any], np.ndarray] | None = None
-    n_initial_prefs: int = 40
-    label_budget: int | None = 1000
-    label_schedule: ScheduleKind = DEFAULT_LABEL_SCHEDULE
-    label_schedule_steps: int = 1_000_000
-    label_schedule_t0: int | None = None
-    pair_selection: PairSelection = "random"
-    n_candidate_pairs: int = DEFAULT_N_CANDIDATES
-    synthetic_teacher: SyntheticTeacher = SyntheticTeacher()
-    synthetic_teachers: Mapping[str, SyntheticTeacher] | None = None
-    labelling_instructions: str | None = None
-    undo_limit: int = DEFAULT_UNDO_LIMIT
-    second_opinion_share: float = 0.0
-    n_initial_training_steps: int = 50
-    max_prefs_in_db: int = 3000
-    val_fraction: float = DEFAULT_VAL_FRACTION
-    reward_predictor_ckpt_interval: int = 100
-    reward_predictor_lr: float = 1e-3
-    reward_predictor_batch_size: int = 8
-    reward_predictor_dropout: float = DEFAULT_DROPOUT
-    reward_predictor_batchnorm: bool = False
-    reward_predictor_frame_norm: FrameNormMode = DEFAULT_FRAME_NORM
-    reward_predictor_device: str = "cpu"
-    reward_net_arch: RewardNetArch = DEFAULT_ARCH
-    augment_shift: int = 0
-    temporal_crop_min_length: int | None = None
-    pseudo_label_threshold: float | None = None
-    reward_predictor_weight_decay: float = 1e-4
-    reward_predictor_weight_average: float | None = 0.99
-    adaptive_l2: bool = True
-    ensemble_size: int = DEFAULT_ENSEMBLE_SIZE
-    noise_prob: float = 0.1
-    estimate_noise_prob: bool = False
-    label_filter: float | None = None
-    reward_scale: float = 0.05
-    reward_centre: RewardCentre = DEFAULT_REWARD_CENTRE
-    labeller: Labeller | None = None
-    display_zoom: int | None = None
-    display_fps: float = 20.0
-    human_terminal: str = CONTROLLING_TERMINAL
-    prefs_autosave_interval: float | None = None
-    max_segs: int = 200
-    synthetic_prefs_per_segment: float = DEFAULT_PAIRS_PER_SEGMENT
-    segment_queue_size: int | None = None
-    seed: int | None = None
-    mp_start_method: str = "spawn"
-    torch_threads: int | None = 1
-    trainer_torch_threads: int | None = 1
-    autosave_prefs: bool = True
-    ckpt_poll_interval: float = DEFAULT_POLL_INTERVAL
-    close_timeout: float = 10.0
-    log_level: int = logging.INFO
-    tensorboard_log: str | None = None
+    # Clips and pairs
+    segment_length: int = CLIPS(25, (
+        "frames per clip (25: 1-2 s of Atari). A clip never spans two episodes: at an episode's end an unfinished "
+        "clip is dropped, so every clip has this length"))
+    n_initial_prefs: int = CLIPS(40, (
+        "labels before reward training starts: the initial batch, asked as soon as there are clips (part of "
+        "`label_budget`)"))
+    label_budget: int | None = CLIPS(1000, (
+        "labels the run may ask for in all, skipped pairs included; a synthetic run keeps to the same budget and "
+        "schedule as a person would. None: no limit (synthetic labels then come `synthetic_prefs_per_segment` per "
+        "clip)"))
+    label_schedule: ScheduleKind = CLIPS(DEFAULT_LABEL_SCHEDULE, (
+        "how the asking rate falls after the initial batch: `constant` (an even rate: labels from the agents of the"
+        " whole run), `hyperbolic` (∝ T0/(T+T0) after T env steps, the paper's; with the default T0, 58 % of the "
+        "labels come in the first half of the run) or `inverse_quadratic`; why: [Defaults](history.md#defaults)"))
+    label_schedule_steps: int = CLIPS(1_000_000, (
+        "env steps (all envs together) by which the budget is spent: set it to your agent's `total_timesteps`"))
+    label_schedule_t0: int | None = CLIPS(None, "the schedule's T0 in env steps (None: `label_schedule_steps`)")
+    pair_selection: PairSelection = CLIPS("random", (
+        "`random`: a random pair of recent clips; `disagreement` (the paper's): of `n_candidate_pairs` random "
+        "pairs, the one the reward ensemble's members disagree on most (needs `ensemble_size` >= 2; random until "
+        "the first checkpoint)"))
+    n_candidate_pairs: int = CLIPS(DEFAULT_N_CANDIDATES, (
+        "candidate pairs scored per question with `pair_selection=\"disagreement\"`"))
+    max_segs: int = CLIPS(200, "recent clips the interface pairs from (memory: `max_segs` × `segment_length` frames)")
+    synthetic_prefs_per_segment: float = CLIPS(DEFAULT_PAIRS_PER_SEGMENT, (
+        "synthetic labels asked per new clip when `label_budget` is None"))
+    segment_queue_size: int | None = CLIPS(None, (
+        "clips in flight to the interface; when full, new ones are dropped (counted in `stats()`), never waited "
+        "for. None: 8, or twice the number of envs if more"))
+
+    # Labellers
+    synthetic_preferences: bool = LABELLERS(True, (
+        "label from the env's reward, as `synthetic_teacher` says. False: people label, as `labelling` says"))
+    synthetic_teacher: SyntheticTeacher = LABELLERS(SyntheticTeacher(), (
+        "how synthetic labels are given: `drlhp.SyntheticTeacher(beta, gamma, mistake_rate, skip_threshold, "
+        "equal_threshold)`; the default is always right: the clip with the larger true return wins, equal returns "
+        "are equally good"))
+    synthetic_teachers: Mapping[str, SyntheticTeacher] | None = LABELLERS(None, (
+        "several simulated people (name -> `SyntheticTeacher`) instead: they answer in turn, each label recorded as"
+        " `synthetic:<name>`; with `second_opinion_share`, another of them answers a pair too"))
+    labeller: Labeller | None = LABELLERS(None, (
+        "your own labeller (`drlhp.labellers.Labeller`: `label(a, b)` -> 1, 0, 0.5 or None) instead of the built-in"
+        " ones; it must pickle, as it runs in the interface process"))
+    labelling: Labelling = LABELLERS("terminal", (
+        "with `synthetic_preferences=False`: `terminal` (the two clips loop in a window while the terminal asks L /"
+        " R / E; one person, needs a display) or `web` (a page at `web_host`:`web_port`, for one or many people; "
+        "see [Labelling](labelling.md#in-a-browser))"))
+    labelling_instructions: str | None = LABELLERS(None, (
+        "the task in words, shown above every pair (page and terminal) and recorded with the labels "
+        "([Labelling](labelling.md#the-task-in-words))"))
+    undo_limit: int = LABELLERS(DEFAULT_UNDO_LIMIT, (
+        "answers each labeller may take back with U, newest first, of this session: the label leaves the database, "
+        "the budget gets it back and the pair is asked again; 0: no undo "
+        "([Labelling](labelling.md#taking-an-answer-back))"))
+    second_opinion_share: float = LABELLERS(0.0, (
+        "share of answered pairs also asked to a second labeller (web, or `synthetic_teachers`); the training label"
+        " is their answer when they agree, else 0.5; agreement is reported and a second answer does not count "
+        "against the budget ([Labelling](labelling.md#several-labellers-second-opinions-and-agreement))"))
+    web_host: str = LABELLERS("127.0.0.1", (
+        "the page's address: this machine only (reach it from a laptop with `ssh -L`); serving other hosts is your "
+        "explicit choice (e.g. `0.0.0.0`)"))
+    web_port: int = LABELLERS(8765, "the page's port; 0: any free port")
+    web_pair_timeout: float = LABELLERS(120.0, (
+        "seconds a pair handed to one labeller waits for their answer before it goes to someone else"))
+    display_zoom: int | None = LABELLERS(None, (
+        "whole-number zoom of the clips shown to a person (None: about 336 px tall)"))
+    display_fps: float = LABELLERS(20.0, "frame rate of the clips shown to a person")
+    human_terminal: str = LABELLERS(CONTROLLING_TERMINAL, (
+        "the terminal where a person types answers: the program's controlling terminal by default; name another "
+        "(e.g. a tmux pane's `/dev/pts/N`) when the program runs without one"))
+
+    # Reward model
+    n_initial_training_steps: int = REWARD_MODEL(50, (
+        "training steps before the predicted reward is returned (a checkpoint is written at that step)"))
+    reward_predictor_ckpt_interval: int = REWARD_MODEL(100, (
+        "training steps between checkpoints (and validation and a metrics row)"))
+    reward_predictor_lr: float = REWARD_MODEL(1e-3, "Adam's learning rate")
+    reward_predictor_batch_size: int = REWARD_MODEL(8, "labelled pairs per training step (per ensemble member)")
+    reward_net_arch: RewardNetArch = REWARD_MODEL(DEFAULT_ARCH, (
+        "the reward network for image frames: `atari` (the CNN of Christiano et al. 2017) or `keypoints` "
+        "(convolutions ending in a spatial softmax that turns each channel into an object's coordinates: learns "
+        "relational rewards from few labels). Flat vector frames always get an MLP; a pretrained or resumed network"
+        " keeps its own ([The reward model](reward-model.md))"))
+    ensemble_size: int = REWARD_MODEL(DEFAULT_ENSEMBLE_SIZE, (
+        "reward networks, each trained on its own bootstrap resample of the labels; the reward is the mean of their"
+        " normalised rewards (the paper: 3; why 1: [Defaults](history.md#defaults))"))
+    reward_predictor_dropout: float = REWARD_MODEL(DEFAULT_DROPOUT, (
+        "dropout after every hidden layer (the keypoint network: its dense layers only)"))
+    reward_predictor_batchnorm: bool = REWARD_MODEL(False, (
+        "batch normalisation after every hidden layer (Christiano et al.'s Atari setting); not needed with centred "
+        "frames ([Centred frames](history.md#centred-frames))"))
+    reward_predictor_frame_norm: FrameNormMode = REWARD_MODEL(DEFAULT_FRAME_NORM, (
+        "what image frames go through before the network: `centre` (each frame's channels minus their own mean, so "
+        "a flat background is 0 whatever its brightness), `standardise` (also divided by their standard deviation) "
+        "or `none`; checkpoints from before it load as `none`"))
+    reward_predictor_device: str = REWARD_MODEL("cpu", (
+        "the torch device the network trains on: `cpu`, `auto` (CUDA where torch finds it) or a device such as "
+        "`cuda:1`; every process loads the checkpoints on the CPU, so env steps never wait on a GPU"))
+    reward_predictor_weight_decay: float = REWARD_MODEL(1e-4, (
+        "L2 penalty (Adam's weight decay); with `adaptive_l2`, its starting value"))
+    adaptive_l2: bool = REWARD_MODEL(True, (
+        "at each checkpoint, scale the L2 penalty by 1.5 up or down to keep the validation loss 1.1-1.5 × the "
+        "training loss (the paper's rule against overfitting few labels)"))
+    reward_predictor_weight_average: float | None = REWARD_MODEL(0.99, (
+        "checkpoints hold an exponential moving average of the weights with this decay (0.99: about the last 100 "
+        "training steps), a steadier network than the last step's; None: the weights as trained ([Weight "
+        "average](reward-model.md#weight-average))"))
+    augment_shift: int = REWARD_MODEL(0, (
+        "while training, shift each labelled clip by up to this many pixels (edges repeated, the same shift for all"
+        " its frames), as DrQ / RAD do; 0: off"))
+    temporal_crop_min_length: int | None = REWARD_MODEL(None, (
+        "while training, cut each batch's clips to one random length of at least this many frames, each at its own "
+        "start, as SURF does; None: off"))
+    pseudo_label_threshold: float | None = REWARD_MODEL(None, (
+        "SURF's semi-supervised term: also train on new pairings of the labelled clips, labelled with the network's"
+        " own preference where it is at least this sure (e.g. 0.95); recomputed every step, never stored; None: off"))
+    noise_prob: float = REWARD_MODEL(0.1, (
+        "assumed probability that a label is a uniformly random answer (the paper's 0.1); bounds the loss of a "
+        "confidently wrong prediction. 0: plain Bradley-Terry"))
+    estimate_noise_prob: bool = REWARD_MODEL(False, (
+        "refit `noise_prob` at each checkpoint to the validation labels (maximum likelihood under the network's "
+        "predictions), never below `noise_prob`: a labeller who errs more is trusted less ([Labels that are "
+        "sometimes wrong](reward-model.md#labels-that-are-sometimes-wrong))"))
+    label_filter: float | None = REWARD_MODEL(None, (
+        "at each checkpoint the network judges every training pair, and one whose label it gives a probability "
+        "below this (e.g. 0.1) is left out until a later checkpoint trusts it again (RIME's trusted samples, Cheng "
+        "et al. 2024, simplified); None: every label is trained on"))
+    label_flip: float | None = REWARD_MODEL(None, (
+        "at each checkpoint the network judges every training pair, and one whose label it gives a probability "
+        "below this (e.g. 0.02: it is 98 % sure of the other answer) is trained on with the label flipped until a "
+        "later checkpoint judges it otherwise (RIME's label flipping, Cheng et al. 2024); below `label_filter` if "
+        "both are set. None: no label is flipped"))
+    reward_scale: float = REWARD_MODEL(0.05, (
+        "standard deviation of the returned reward; 0.05, the paper's Atari value, keeps per-step rewards near the "
+        "scale of clipped Atari rewards summed over a clip"))
+    reward_centre: RewardCentre = REWARD_MODEL(DEFAULT_REWARD_CENTRE, (
+        "which predicted reward becomes 0 over the labelled frames: `mean` (the paper), `median` (a typical frame "
+        "earns 0) or `lower`, the lower of the two, so a typical frame never costs (the median on Breakout, the "
+        "mean on Pong); see [Normalisation](reward-model.md#normalisation)"))
+
+    # Storage
+    log_dir: str = STORAGE("drlhp_logs", (
+        "the run's checkpoints (`reward_predictor_checkpoints/`), `train.pkl.gz` / `val.pkl.gz`, `label_journal/` "
+        "and `reward_training_metrics.csv`. One run at a time (locked), never overwritten by a new run: see "
+        "`resume`"))
+    resume: bool = STORAGE(False, (
+        "continue the run in `log_dir` where it stopped (closed, killed or crashed): its labels, reward network, "
+        "optimiser, normaliser and numbering; what `log_dir` lacks comes from `prefs_dir` / "
+        "`pretrained_reward_predictor_dir` as in a new run"))
+    prefs_dir: str | None = STORAGE(None, "a directory with `train.pkl.gz` and `val.pkl.gz` to start from")
+    pretrained_reward_predictor_dir: str | None = STORAGE(None, (
+        "a checkpoint directory (or `.ckpt` file) to reward with from the first step (and to go on training, with "
+        "`train_reward`)"))
+    max_prefs_in_db: int = STORAGE(3000, "labels kept for training and validation; the oldest go first")
+    val_fraction: float = STORAGE(DEFAULT_VAL_FRACTION, (
+        "share of labels held out for validation (0.2: exactly every fifth)"))
+    autosave_prefs: bool = STORAGE(True, (
+        "journal each label before the next pair is asked, and save a snapshot on `close()`; False: labels reach "
+        "disk only through `save_prefs()`"))
+    prefs_autosave_interval: float | None = STORAGE(None, (
+        "also rewrite the label snapshot every this many seconds (None: only once the journal holds as many labels "
+        "as the snapshot, on `save_prefs()` and on `close()`)"))
+    tensorboard_log: str | None = STORAGE(None, (
+        "write the reward model's scalars at each checkpoint to a new TensorBoard run "
+        "`<tensorboard_log>/drlhp_reward_<N>`; give SB3 the same directory to see them beside the agent (needs "
+        "`drlhp[tensorboard]`)"))
+
+    # Processes
+    collect_prefs: bool = PROCESSES(True, "run the preference interface and gather labels")
+    train_reward: bool = PROCESSES(True, "train the reward predictor (on collected and/or loaded labels)")
+    obs_transform_func: Callable[[Any], np.ndarray] | None = PROCESSES(None, (
+        "maps one env's observation to the frame stored and rewarded (e.g. `lambda obs: obs[\"pixels\"]`); called in "
+        "your process only, on each sub-env's observation"))
+    seed: int | None = PROCESSES(None, (
+        "seeds pair picking, the train/validation split and the network's initial weights"))
+    mp_start_method: str = PROCESSES("spawn", "`spawn`, `forkserver` or `fork`")
+    torch_threads: int | None = PROCESSES(1, (
+        "torch threads of *your* process (the reward forward pass, and your RL code's torch); None leaves torch's "
+        "setting alone"))
+    trainer_torch_threads: int | None = PROCESSES(1, (
+        "torch threads of the trainer process. On 2 cores, 1 + 1 keeps the RL process and the trainer off each "
+        "other's core"))
+    ckpt_poll_interval: float = PROCESSES(DEFAULT_POLL_INTERVAL, (
+        "seconds between cheap checks (one `stat`) for a newer checkpoint, by the env process and the interface"))
+    close_timeout: float = PROCESSES(10.0, "seconds `close()` waits for the trainer to save and exit before killing it")
+    log_level: int = PROCESSES(logging.INFO, "logging level of drlhp's processes")
 
     def __post_init__(self) -> None:
-        _check(self)
+        check_config(self)
 
     @property
     def schedule(self) -> LabelSchedule:
@@ -296,15 +286,16 @@ class PreferenceConfig:
     @property
     def human_labelling(self) -> bool:
         """True when a person answers through the built-in window + terminal."""
-        return self._people_label and self.labelling == "terminal"
+        return self.people_label and self.labelling == "terminal"
 
     @property
     def web_labelling(self) -> bool:
         """True when people answer on the web page."""
-        return self._people_label and self.labelling == "web"
+        return self.people_label and self.labelling == "web"
 
     @property
-    def _people_label(self) -> bool:
+    def people_label(self) -> bool:
+        """True when people answer, through the terminal or the page (not synthetic, not your own labeller)."""
         return not self.synthetic_preferences and self.collect_prefs and self.labeller is None
 
     @classmethod
@@ -314,11 +305,25 @@ class PreferenceConfig:
         unknown = sorted(set(kwargs) - names)
         if unknown:
             raise UnknownSettingError(f"unknown drlhp argument(s) {unknown}; the arguments are the fields of "
-                            f"drlhp.PreferenceConfig: {sorted(names)}")
+                                      f"drlhp.PreferenceConfig: {sorted(names)}")
         return dataclasses.replace(config, **kwargs) if config is not None else cls(**kwargs)
 
 
-def _check(c: PreferenceConfig) -> None:
+def setting_field(name: str) -> dataclasses.Field:
+    """The declaration of ``PreferenceConfig``'s setting ``name`` (its default, section and help)."""
+    for f in dataclasses.fields(PreferenceConfig):
+        if f.name == name:
+            return f
+    raise UnknownSettingError(f"{name!r} is not a drlhp setting (a field of drlhp.PreferenceConfig)")
+
+
+def setting_help(name: str) -> str:
+    """What the setting ``name`` means, as declared (Markdown)."""
+    return setting_field(name).metadata["help"]
+
+
+def check_config(c: PreferenceConfig) -> None:
+    """Raise ``ConfigError`` naming the first setting of ``c`` out of range or at odds with another, and the fix."""
     def need(cond: bool, msg: str) -> None:
         if not cond:
             raise ConfigError(msg)
@@ -329,6 +334,12 @@ def _check(c: PreferenceConfig) -> None:
     need(c.label_filter is None or 0.0 < c.label_filter < 0.5,
          f"label_filter must be in (0, 0.5), the probability below which a label is left out (e.g. 0.1), or None "
          f"to train on every label; got {c.label_filter}")
+    need(c.label_flip is None or 0.0 < c.label_flip < 0.5,
+         f"label_flip must be in (0, 0.5), the probability below which a label is flipped (e.g. 0.02), or None to "
+         f"flip none; got {c.label_flip}")
+    need(c.label_flip is None or c.label_filter is None or c.label_flip < c.label_filter,
+         f"label_flip ({c.label_flip}) must be below label_filter ({c.label_filter}): a label is flipped where the "
+         "network is surer of the other answer than where it is left out")
     need(0.0 <= c.reward_predictor_dropout < 1.0, "reward_predictor_dropout must be in [0, 1)")
     need(c.reward_scale > 0, f"reward_scale must be > 0, got {c.reward_scale}")
     for name in ("n_initial_prefs", "n_initial_training_steps"):
@@ -380,7 +391,7 @@ def _check(c: PreferenceConfig) -> None:
     need(c.web_pair_timeout > 0, f"web_pair_timeout must be > 0 seconds, got {c.web_pair_timeout}")
     if c.web_labelling:
         _require_web()
-    if c._people_label and (c.display_fps <= 0 or (c.display_zoom is not None and c.display_zoom < 1)):
+    if c.people_label and (c.display_fps <= 0 or (c.display_zoom is not None and c.display_zoom < 1)):
         raise ConfigError(f"display_fps must be > 0 and display_zoom >= 1, got {c.display_fps}, {c.display_zoom}")
     _check_labellers(c, need)
 

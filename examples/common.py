@@ -23,7 +23,7 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 import gymnasium
 import numpy as np
@@ -42,11 +42,19 @@ from stable_baselines3.common.vec_env import VecEnv
 from standardised_reward import standardise_rewards
 
 from drlhp import SyntheticTeacher
-from drlhp.config import PreferenceConfig
+from drlhp.cli.setting_flags import add_setting_flag
+from drlhp.config import PreferenceConfig, setting_field
 from drlhp.errors import ConfigError, WriteError
 from drlhp.learning_curve import LearningCurveWriter, learning_curve_path, next_session
 from drlhp.sb3 import HumanPreferencesLogger, HumanPreferencesVecEnvWrapper, RelabelReplayBuffer
 from drlhp.storage.files import prepare_log_dir, writing
+
+
+def drlhp_setting(name: str, default: Any = dataclasses.MISSING) -> Any:
+    """An example argument that is drlhp's setting ``name``: its flag and help are the declared ones, and so is its
+    default unless ``default`` is given."""
+    declared = setting_field(name).default
+    return field(default=declared if default is dataclasses.MISSING else default, metadata={"setting": name})
 
 
 @dataclass
@@ -64,26 +72,23 @@ class Args:
         "help": "also keep each saved agent as agent/agent_<agent steps>.pt (policies of every skill the run "
                 "passed through, e.g. for benchmarks/reward_signal.py)"})
     seed: int = field(default=0, metadata={"help": "seed of the envs, the agent and drlhp"})
-    segment_length: int = field(default=PreferenceConfig.segment_length, metadata={"help": "frames per clip compared"})
-    n_initial_prefs: int = field(default=PreferenceConfig.n_initial_prefs, metadata={
-        "help": "labels before reward training starts"})
-    label_budget: int = field(default=300, metadata={"help": "labels the run may ask for in all (0: no limit)"})
-    label_schedule: str = field(default=PreferenceConfig.label_schedule, metadata={
-        "help": "how the rate of asking falls over the run: hyperbolic, inverse_quadratic or constant"})
-    pair_selection: str = field(default=PreferenceConfig.pair_selection, metadata={
-        "help": "disagreement (of the reward ensemble) or random"})
-    ensemble_size: int = field(default=PreferenceConfig.ensemble_size, metadata={
-        "help": "reward networks in the ensemble"})
-    reward_net_arch: str = field(default=PreferenceConfig.reward_net_arch, metadata={
-        "help": "the reward network: atari (Christiano et al.'s CNN) or keypoints (spatial softmax: "
-                "relational rewards)"})
-    reward_net_batchnorm: bool = field(default=PreferenceConfig.reward_predictor_batchnorm, metadata={
-        "help": "batch normalisation in the reward network (Christiano et al.'s Atari setting)"})
-    reward_net_frame_norm: str = field(default=PreferenceConfig.reward_predictor_frame_norm, metadata={
-        "help": "frames centred (each channel minus its mean: a flat background is 0), standardised, or none"})
-    reward_centre: str = field(default=PreferenceConfig.reward_centre, metadata={
-        "help": "which predicted reward becomes 0 over the labelled frames: mean (the paper), median (a typical "
-                "frame) or lower (the lower of the two: a typical frame never costs)"})
+    # drlhp's settings: each flag, help and default as declared (drlhp.config), unless an example says otherwise.
+    segment_length: int = drlhp_setting("segment_length")
+    n_initial_prefs: int = drlhp_setting("n_initial_prefs")
+    label_budget: int | None = drlhp_setting("label_budget", 300)
+    label_schedule: str = drlhp_setting("label_schedule")
+    pair_selection: str = drlhp_setting("pair_selection")
+    ensemble_size: int = drlhp_setting("ensemble_size")
+    reward_net_arch: str = drlhp_setting("reward_net_arch")
+    reward_predictor_batchnorm: bool = drlhp_setting("reward_predictor_batchnorm")
+    reward_predictor_frame_norm: str = drlhp_setting("reward_predictor_frame_norm")
+    reward_centre: str = drlhp_setting("reward_centre")
+    reward_scale: float = drlhp_setting("reward_scale")
+    reward_predictor_weight_average: float | None = drlhp_setting("reward_predictor_weight_average")
+    estimate_noise_prob: bool = drlhp_setting("estimate_noise_prob")
+    label_filter: float | None = drlhp_setting("label_filter")
+    n_initial_training_steps: int = drlhp_setting("n_initial_training_steps")
+    web_port: int = drlhp_setting("web_port")
     life_loss_penalty: float = field(default=0.0, metadata={
         "help": "Atari: the synthetic teacher counts each life lost as this many points against the clip (the "
                 "agent's score is unchanged); 0: the score alone"})
@@ -95,26 +100,11 @@ class Args:
     teacher_beta: float = field(default=SyntheticTeacher.beta, metadata={
         "help": "the synthetic teacher's rationality: the clip with the larger true return wins with probability "
                 "sigmoid(beta * difference); inf: always"})
-    reward_scale: float = field(default=PreferenceConfig.reward_scale, metadata={
-        "help": "standard deviation of the predicted reward the agent gets (the paper: 0.05 on Atari, 1 in MuJoCo)"})
-    reward_weight_average: float = field(default=PreferenceConfig.reward_predictor_weight_average or 0.0, metadata={
-        "help": "decay of the moving average of the reward network's weights that its checkpoints hold (0: the "
-                "weights as trained)"})
-    estimate_noise_prob: bool = field(default=PreferenceConfig.estimate_noise_prob, metadata={
-        "help": "refit the share of random answers the reward model assumes to the validation labels at each "
-                "checkpoint (never below drlhp's noise_prob)"})
-    label_filter: float = field(default=PreferenceConfig.label_filter or 0.0, metadata={
-        "help": "leave out training pairs whose label the reward network gives a probability below this, judged "
-                "at each checkpoint (RIME's trusted samples; 0: every label is trained on)"})
-    n_initial_training_steps: int = field(default=PreferenceConfig.n_initial_training_steps, metadata={
-        "help": "reward-training steps before the agent gets the predicted reward"})
     log_every: int = field(default=2_000, metadata={"help": "print progress every this many agent steps"})
     human: bool = field(default=False, metadata={
         "help": "label the clips yourself (window + terminal) instead of synthetically"})
     web: bool = field(default=False, metadata={
         "help": "label in a browser (one or many people; the page's address is printed) instead of synthetically"})
-    web_port: int = field(default=PreferenceConfig.web_port, metadata={
-        "help": "the labelling page's port with --web (0: any free port)"})
     true_reward: bool = field(default=False, metadata={
         "help": "baseline: train on the env's own reward, without drlhp"})
     standardised_reward: bool = field(default=False, metadata={
@@ -137,7 +127,9 @@ def parse_args(description: str, **defaults) -> Args:
     defaults["log_dir"] = os.path.join(defaults.get("log_dir", Args.log_dir), time.strftime("%Y%m%d-%H%M%S"))
     for f in dataclasses.fields(Args):
         default = defaults.get(f.name, f.default)
-        if f.type in (bool, "bool"):
+        if "setting" in f.metadata:
+            add_setting_flag(parser, f.name, default)
+        elif f.type in (bool, "bool"):
             # A flag on by default for this example can be turned off (--no-...).
             action = argparse.BooleanOptionalAction if default else "store_true"
             parser.add_argument("--" + f.name.replace("_", "-"), action=action, default=default,
@@ -169,8 +161,10 @@ def parse_args(description: str, **defaults) -> Args:
     if args.standardised_reward and not args.true_reward:
         parser.error("--standardised-reward is the true-reward run's control (drlhp scales its own reward): add "
                      "--true-reward")
-    if not 0 <= args.reward_weight_average < 1:
-        parser.error("--reward-weight-average must be in [0, 1): e.g. 0.99, or 0 for the weights as trained")
+    try:  # every drlhp setting checked now, not after the envs are made (whether log_dir can resume: later)
+        PreferenceConfig(**{**wrapper_settings(args), "resume": False})
+    except ConfigError as e:
+        parser.error(f"drlhp's settings: {e}")
     return args
 
 
@@ -267,26 +261,11 @@ def train_on_true_reward(venv: VecEnv, args: Args, make_agent: Callable[[VecEnv,
 def wrapper_settings(args: Args) -> dict:
     """The drlhp settings of a run with ``args``: what the command line sets, the library's defaults otherwise."""
     return dict(
-        segment_length=args.segment_length,
+        {f.name: getattr(args, f.name) for f in dataclasses.fields(Args) if "setting" in f.metadata},
         synthetic_preferences=not (args.human or args.web),
         labelling="web" if args.web else "terminal",
-        web_port=args.web_port,
-        n_initial_prefs=args.n_initial_prefs,
         synthetic_teacher=teacher(args),
-        label_budget=args.label_budget or None,
-        label_schedule=args.label_schedule,
         label_schedule_steps=args.total_timesteps,
-        pair_selection=args.pair_selection,
-        ensemble_size=args.ensemble_size,
-        reward_net_arch=args.reward_net_arch,
-        reward_predictor_batchnorm=args.reward_net_batchnorm,
-        reward_predictor_frame_norm=args.reward_net_frame_norm,
-        reward_centre=args.reward_centre,
-        reward_scale=args.reward_scale,
-        reward_predictor_weight_average=args.reward_weight_average or None,
-        estimate_noise_prob=args.estimate_noise_prob,
-        label_filter=args.label_filter or None,
-        n_initial_training_steps=args.n_initial_training_steps,
         log_dir=args.log_dir,
         resume=args.resume,
         tensorboard_log=args.tensorboard_log or None,

@@ -23,6 +23,7 @@ import numpy as np
 import ray
 from ray.rllib.algorithms.ppo import PPOConfig
 
+from drlhp.cli.setting_flags import add_setting_flag, add_setting_flags, settings_from
 from drlhp.cluster import PreferenceService
 from drlhp.cluster.rllib import sample_until_reward_predictor_ready, with_preferences
 
@@ -42,6 +43,10 @@ def to_uint8(obs: np.ndarray) -> np.ndarray:
     return np.round(obs * 255.0).astype(np.uint8)
 
 
+#: drlhp's settings this example takes as flags, with their declared defaults (and --label-budget, 300 here).
+DRLHP_SETTINGS = ("n_initial_prefs", "n_initial_training_steps", "web_port")
+
+
 def parse_args() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--address", default=None,
@@ -51,11 +56,9 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--num-envs-per-env-runner", type=int, default=4)
     p.add_argument("--total-timesteps", type=int, default=20_000, help="env steps of PPO training, all runners")
     p.add_argument("--clips-per-second", type=float, default=20.0, help="cap on clips the runners send, in all")
-    p.add_argument("--label-budget", type=int, default=300)
-    p.add_argument("--n-initial-prefs", type=int, default=40)
-    p.add_argument("--n-initial-training-steps", type=int, default=50)
     p.add_argument("--web", action="store_true", help="label in a browser instead of synthetically")
-    p.add_argument("--web-port", type=int, default=8765)
+    add_setting_flags(p, DRLHP_SETTINGS)
+    add_setting_flag(p, "label_budget", 300)
     p.add_argument("--log-dir", default=os.path.join("drlhp_logs", "rllib_moving_dot", time.strftime("%Y%m%d-%H%M%S")),
                    help="the run's labels and checkpoints, on the service's node (the driver's)")
     p.add_argument("--seed", type=int, default=0)
@@ -68,9 +71,8 @@ def main() -> None:
     with PreferenceService(
             make_env({}).observation_space, obs_transform_func=to_uint8, clips_per_second=args.clips_per_second,
             segment_length=25, synthetic_preferences=not args.web, labelling="web" if args.web else "terminal",
-            web_port=args.web_port, n_initial_prefs=args.n_initial_prefs, label_budget=args.label_budget,
-            label_schedule_steps=args.total_timesteps, n_initial_training_steps=args.n_initial_training_steps,
-            log_dir=args.log_dir, seed=args.seed) as service:
+            label_schedule_steps=args.total_timesteps, log_dir=args.log_dir, seed=args.seed,
+            **settings_from(args, (*DRLHP_SETTINGS, "label_budget"))) as service:
         print(f"drlhp run in {service.log_dir} (service on {service.node_ip})", flush=True)
         config = (PPOConfig()
                   .env_runners(num_env_runners=args.num_env_runners,

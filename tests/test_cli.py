@@ -34,7 +34,8 @@ def test_collect_train_eval_plot_and_the_wrapper_loads_the_result(tmp_path):
     # One torch thread: on a machine whose cores are busy, two threads that wait on each other take many times longer.
     # 100 steps: the checkpoint holds the weights' moving average, which trails the trained weights early; at 60
     # steps one run of the whole suite on a busy machine scored 0.659 on held-out labels (alone: about 0.86).
-    out = drlhp("train-reward", "prefs", "--steps", 100, "--ckpt-interval", 20, "--seed", 0, "--log-dir", "reward",
+    out = drlhp("train-reward", "prefs", "--steps", 100, "--reward-predictor-ckpt-interval", 20, "--seed", 0,
+                "--log-dir", "reward",
                 "--tensorboard-log", "tb", "--threads", 1, cwd=tmp_path).stdout
     assert re.search(r"step 100: validation accuracy", out), out
     events = EventAccumulator(str(tmp_path / "tb" / "drlhp_reward_1"))

@@ -26,17 +26,26 @@ def test_without_flags_an_example_gets_the_library_defaults(monkeypatch):
     assert settings["reward_predictor_weight_average"] is not None
 
 
-def test_a_weight_average_of_0_turns_it_off(monkeypatch):
-    assert settings_for(monkeypatch, "--reward-weight-average", "0")["reward_predictor_weight_average"] is None
-    assert settings_for(monkeypatch, "--reward-weight-average", "0.9")["reward_predictor_weight_average"] == 0.9
-    PreferenceConfig(**settings_for(monkeypatch, "--reward-weight-average", "0"))  # the library accepts what it gets
+def test_none_turns_a_setting_off(monkeypatch):
+    assert settings_for(monkeypatch, "--reward-predictor-weight-average", "none")[
+        "reward_predictor_weight_average"] is None
+    assert settings_for(monkeypatch, "--reward-predictor-weight-average", "0.9")[
+        "reward_predictor_weight_average"] == 0.9
+    assert settings_for(monkeypatch, "--label-filter", "0.1")["label_filter"] == 0.1
+    assert settings_for(monkeypatch, "--label-budget", "none")["label_budget"] is None
 
 
 @pytest.mark.parametrize("value", ["1", "-0.5"])
-def test_a_weight_average_outside_0_to_1_is_refused_with_the_fix(monkeypatch, capsys, value):
+def test_a_setting_out_of_range_is_refused_with_the_fix_before_the_run_starts(monkeypatch, capsys, value):
     with pytest.raises(SystemExit):
-        settings_for(monkeypatch, "--reward-weight-average", value)
-    assert "--reward-weight-average must be in [0, 1)" in capsys.readouterr().err
+        settings_for(monkeypatch, "--reward-predictor-weight-average", value)
+    err = capsys.readouterr().err
+    assert "drlhp's settings: reward_predictor_weight_average" in err and "(e.g. 0.99), or None" in err
+
+
+def test_a_resumed_run_is_not_refused_for_its_log_dir_while_the_arguments_are_read(monkeypatch, tmp_path):
+    # Whether log_dir holds a run to resume is the run's to say (a true-reward run keeps no labels there).
+    assert settings_for(monkeypatch, "--resume", "--log-dir", str(tmp_path))["resume"] is True
 
 
 def test_the_reward_scale_reaches_drlhp(monkeypatch):

@@ -71,3 +71,52 @@ def test_a_pair_not_yet_judged_is_trusted_and_a_tie_never_left_out():
     assert 0 not in label_filter.trusted(db) and len(label_filter.trusted(db)) == len(db) - 1
     with pytest.raises(ValueError, match="label_filter must be in"):
         LabelFilter(0.5)
+
+
+def test_flipping_turns_mostly_wrong_labels_right_and_the_network_trains_on_them_flipped(tmp_path):
+    torch.manual_seed(0)
+    labels, wrong = noisy_labels(400, mistake_rate=0.3, seed=4)
+    learner = Learner(settings(label_flip=0.15, noise_prob=0.1), str(tmp_path))
+    last = learner.train(200, labels.train_db, labels.val_db)[-1]
+    db = labels.train_db
+    idx = np.arange(len(db))
+    as_labelled = db.batch(idx)[2]
+    as_trained = learner.label_filter.as_trained(db, idx, as_labelled)
+    flipped = {db.prefs[i][:2] for i in idx[as_trained != as_labelled]}
+    assert last.pairs_flipped == len(flipped) > 0 and last.pairs_left_out == 0
+    # Wrong labels are 30 % of the pairs, and most of those flipped: the labels trained on are wrong less often.
+    assert len(flipped & wrong) / len(flipped) > 0.7
+    train_pairs = {pair[:2] for pair in db.prefs}
+    assert len((wrong ^ flipped) & train_pairs) < len(wrong & train_pairs) - 30
+    assert set(as_trained[as_trained != as_labelled]) <= {0.0, 1.0}  # a flipped label is the other answer
+
+
+def test_a_label_is_flipped_below_one_bound_left_out_below_the_other_and_ties_are_neither():
+    labels, _ = noisy_labels(20, 0.0, seed=5)
+    db = labels.train_db
+    db.prefs[3] = (*db.prefs[3][:2], 0.5)  # a tie: the network's view of it is always 0.5, but say it is not
+    label_filter = LabelFilter(leave_out_below=0.1, flip_below=0.02)
+    probabilities = np.full((len(db), 1), 0.9)
+    probabilities[0], probabilities[1] = 0.01, 0.05  # 0 is flipped, 1 left out
+    label_filter.judge(probabilities, db)
+    assert (label_filter.n_flipped, label_filter.n_left_out) == (1, 1)
+    assert 0 in label_filter.trusted(db) and 1 not in label_filter.trusted(db)
+    idx = np.array([[0, 2], [3, 0]])
+    labels_now = db.batch(idx.ravel())[2].reshape(idx.shape)
+    trained = label_filter.as_trained(db, idx, labels_now)
+    assert trained[0, 0] == 1 - labels_now[0, 0] and trained[1, 1] == trained[0, 0]
+    assert trained[0, 1] == labels_now[0, 1] and trained[1, 0] == 0.5
+    with pytest.raises(ValueError, match="label_flip .* must be below label_filter"):
+        LabelFilter(0.05, 0.1)
+
+
+def test_label_flip_reaches_the_learner_from_the_setting():
+    from drlhp.clips.frames import infer_frame_spec
+    from drlhp.config import PreferenceConfig
+    from drlhp.errors import ConfigError
+    from drlhp.runtime.settings import learner_config
+
+    spec = infer_frame_spec(np.zeros(FEATURES, np.float32))
+    assert learner_config(PreferenceConfig(label_flip=0.02), spec).label_flip == 0.02
+    with pytest.raises(ConfigError, match="label_flip .* must be below label_filter"):
+        PreferenceConfig(label_filter=0.02, label_flip=0.05)

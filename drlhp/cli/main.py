@@ -18,12 +18,12 @@ import time
 
 from tqdm import tqdm
 
-from drlhp.config import PreferenceConfig
+from drlhp.cli.setting_flags import add_setting_flags, settings_from
 from drlhp.errors import ConfigError
-from drlhp.reward.predictor import ARCHS, FRAME_NORMS
 from drlhp.storage.layout import LogDir
 
-DEFAULTS = PreferenceConfig()  # train-reward trains as a wrapper's trainer would
+#: The settings ``collect`` takes besides its own flags.
+COLLECT_SETTINGS = ("web_port", "segment_length", "seed")
 
 
 class _TqdmHandler(logging.Handler):
@@ -72,8 +72,8 @@ def cmd_collect(args) -> None:
     in_terminal = not (args.synthetic or args.web)
     paths = collect(args.env_id, args.log_dir, args.labels, args.policy, args.algo,
                     on_label=None if in_terminal else on_label, synthetic_preferences=args.synthetic,
-                    labelling="web" if args.web else "terminal", web_port=args.web_port,
-                    segment_length=args.segment_length, seed=args.seed, resume=args.resume, log_level=logging.WARNING)
+                    labelling="web" if args.web else "terminal", resume=args.resume, log_level=logging.WARNING,
+                    **settings_from(args, COLLECT_SETTINGS))
     bar.close()
     print(f"{chr(10) if in_terminal else ''}saved {' and '.join(paths)}")  # after an unanswered question
 
@@ -88,7 +88,7 @@ def cmd_train_reward(args) -> None:
         bar.get().total = total
         bar.get().update(step - bar.get().n)
 
-    settings = {name: getattr(args, name) for name in args.settings}
+    settings = settings_from(args, TRAIN_REWARD_SETTINGS)
     row = train_reward(args.prefs_dir, args.log_dir, args.steps, args.epochs, on_step=on_step,
                        torch_threads=args.threads, **settings)
     bar.close()
@@ -127,17 +127,13 @@ def cmd_plot(args) -> None:
 TRAIN_REWARD_STEPS = 1000  # train-reward's steps when neither --steps nor --epochs is given
 
 
-def _setting(parser: argparse.ArgumentParser, names: list[str], flag: str, name: str, help: str = "",
-             **kwargs) -> None:
-    """A flag for ``PreferenceConfig``'s setting ``name``, with its default (said in the help); adds ``name`` to
-    ``names``."""
-    default = getattr(DEFAULTS, name)
-    if not kwargs.get("action"):  # a flag with a value: its default said, its value named after the flag
-        help = f"{help} (default: {default})".strip()
-        if "choices" not in kwargs:
-            kwargs.setdefault("metavar", flag.lstrip("-").upper().replace("-", "_"))
-    parser.add_argument(flag, dest=name, default=default, help=help, **kwargs)
-    names.append(name)
+#: The settings ``train-reward`` takes, each as its flag (``--reward-predictor-lr``), as the wrappers' trainer would.
+TRAIN_REWARD_SETTINGS = (
+    "reward_predictor_batch_size", "reward_predictor_lr", "reward_predictor_ckpt_interval", "reward_net_arch",
+    "ensemble_size", "reward_predictor_dropout", "reward_predictor_batchnorm", "reward_predictor_frame_norm",
+    "reward_predictor_device", "reward_predictor_weight_decay", "adaptive_l2", "reward_predictor_weight_average",
+    "augment_shift", "temporal_crop_min_length", "pseudo_label_threshold", "noise_prob", "estimate_noise_prob",
+    "label_filter", "reward_scale", "reward_centre", "val_fraction", "seed", "tensorboard_log")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -153,17 +149,13 @@ def build_parser() -> argparse.ArgumentParser:
                    "in a window and this terminal)")
     p.add_argument("--web", action="store_true", help="people label on a web page (its address is printed; "
                    "needs drlhp[web])")
-    p.add_argument("--web-port", type=int, default=DEFAULTS.web_port,
-                   help=f"the page's port with --web; 0: any free port (default: {DEFAULTS.web_port})")
     p.add_argument("--labels", type=int, default=500, help="labels to gather (default: 500)")
     p.add_argument("--policy", help="an SB3 model .zip to act with, trained on this env's observations "
                    "(default: random actions)")
     p.add_argument("--algo", default="ppo", help="the SB3 algorithm of --policy (default: ppo)")
     p.add_argument("--log-dir", default=f"drlhp_logs/collect/{stamp}", help="where the labels go")
     p.add_argument("--resume", action="store_true", help="add to the labels already in --log-dir")
-    p.add_argument("--segment-length", type=int, default=DEFAULTS.segment_length,
-                   help=f"frames per clip (default: {DEFAULTS.segment_length})")
-    p.add_argument("--seed", type=int, default=None)
+    add_setting_flags(p, COLLECT_SETTINGS)
     p.set_defaults(run=cmd_collect)
 
     p = sub.add_parser("train-reward", help="train a reward network on saved preferences (no env needed)")
@@ -172,45 +164,9 @@ def build_parser() -> argparse.ArgumentParser:
     length.add_argument("--steps", type=int, default=None, help=f"training steps (default: {TRAIN_REWARD_STEPS})")
     length.add_argument("--epochs", type=float, help="passes over the training pairs")
     p.add_argument("--log-dir", default=f"drlhp_logs/train_reward/{stamp}", help="checkpoints and metrics")
-    settings: list[str] = []  # the flags that are the wrappers' settings, passed on by name
-    _setting(p, settings, "--batch-size", "reward_predictor_batch_size", type=int,
-             help="labelled pairs per training step")
-    _setting(p, settings, "--lr", "reward_predictor_lr", type=float, help="Adam's learning rate")
-    _setting(p, settings, "--ckpt-interval", "reward_predictor_ckpt_interval", type=int,
-             help="checkpoint (and validate) every this many steps")
-    _setting(p, settings, "--dropout", "reward_predictor_dropout", type=float, help="dropout probability")
-    _setting(p, settings, "--ensemble-size", "ensemble_size", type=int, help="reward networks in the ensemble")
-    _setting(p, settings, "--batchnorm", "reward_predictor_batchnorm", action="store_true",
-             help="batch normalisation")
-    _setting(p, settings, "--arch", "reward_net_arch", choices=ARCHS, help="the reward network for images")
-    _setting(p, settings, "--frame-norm", "reward_predictor_frame_norm", choices=FRAME_NORMS,
-             help="image frames centred (each channel minus its mean), standardised, or none")
-    _setting(p, settings, "--augment-shift", "augment_shift", type=int,
-             help="random shifts of the clips, in pixels; 0: off")
-    _setting(p, settings, "--temporal-crop-min-length", "temporal_crop_min_length", type=int,
-             help="temporal crops to at least this many frames")
-    _setting(p, settings, "--pseudo-label-threshold", "pseudo_label_threshold", type=float,
-             help="SURF pseudo-labels this sure; None: off")
     p.add_argument("--threads", type=int, default=None, help="torch threads (default: all cores)")
-    _setting(p, settings, "--device", "reward_predictor_device",
-             help="the torch device to train on: cpu, auto (CUDA where available) or e.g. cuda:1")
-    _setting(p, settings, "--weight-decay", "reward_predictor_weight_decay", type=float,
-             help="L2 penalty (its starting value with adaptive L2)")
-    _setting(p, settings, "--no-adaptive-l2", "adaptive_l2", action="store_false",
-             help="keep the L2 penalty fixed instead of steering val/train loss into 1.1-1.5")
-    _setting(p, settings, "--noise-prob", "noise_prob", type=float, help="assumed share of random answers")
-    _setting(p, settings, "--estimate-noise-prob", "estimate_noise_prob", action="store_true",
-             help="refit the share of random answers to the validation labels at each checkpoint (at least "
-                  "--noise-prob)")
-    _setting(p, settings, "--label-filter", "label_filter", type=float,
-             help="leave out training pairs whose label the network gives a probability below this")
-    _setting(p, settings, "--val-fraction", "val_fraction", type=float,
-             help="used to route journaled labels not yet in a snapshot")
-    _setting(p, settings, "--seed", "seed", type=int,
-             help="seeds the network's starting weights and the sampling of pairs")
-    _setting(p, settings, "--tensorboard-log", "tensorboard_log",
-             help="also write TensorBoard scalars under this directory")
-    p.set_defaults(run=cmd_train_reward, settings=settings)
+    add_setting_flags(p.add_argument_group("reward-training settings (as the wrappers')"), TRAIN_REWARD_SETTINGS)
+    p.set_defaults(run=cmd_train_reward)
 
     p = sub.add_parser("eval-reward", help="accuracy and loss of a checkpoint on saved preferences")
     p.add_argument("checkpoint", help="a reward_predictor.ckpt, or the directory holding it")

@@ -8,9 +8,10 @@ act on what is left:
 
 - ``estimate_noise_prob``: ``noise_prob`` refitted at each checkpoint to the validation labels (pairs the network
   never trained on) by maximum likelihood, never below the configured value;
-- ``label_filter``: RIME's trusted-sample selection (Cheng et al., ICML 2024), simplified: at each checkpoint the
-  network judges every training pair, and a pair whose label it gives a probability below ``label_filter`` is left
-  out of training until a later checkpoint trusts it again. A tie ("equally good") is never left out.
+- ``label_filter`` and ``label_flip``: RIME's trusted-sample selection and label flipping (Cheng et al., ICML 2024),
+  simplified: at each checkpoint the network judges every training pair; a pair whose label it gives a probability
+  below ``label_flip`` is trained on with the label flipped, and one below ``label_filter`` (but not flipped) is
+  left out of training, each until a later checkpoint judges it otherwise. A tie ("equally good") is neither.
 """
 from __future__ import annotations
 
@@ -58,23 +59,34 @@ def estimate_noise_prob(probabilities: np.ndarray, labels: np.ndarray, floor: fl
 
 
 class LabelFilter:
-    """Which training pairs the network trusts: ``judge`` at each checkpoint, ``trusted`` between. A pair is known by
-    its two clips' ids, so the verdicts outlive the database's growth and evictions; a pair not yet judged (it
-    arrived since the last checkpoint) is trusted."""
+    """Which training pairs the network trusts, and which it overrules: ``judge`` at each checkpoint, ``trusted``
+    and ``as_trained`` between. ``leave_out_below``: a label the network gives a lower probability is left out;
+    ``flip_below``: a label it gives a lower probability still is flipped (either may be None: never). A pair is
+    known by its two clips' ids, so the verdicts outlive the database's growth and evictions; a pair not yet judged
+    (it arrived since the last checkpoint) is trusted as labelled."""
 
-    def __init__(self, threshold: float) -> None:
-        if not 0.0 < threshold < 0.5:
-            raise ValueError(f"label_filter must be in (0, 0.5): the probability below which a label is left out, "
-                             f"got {threshold}")
-        self.threshold = threshold
+    def __init__(self, leave_out_below: float | None, flip_below: float | None = None) -> None:
+        for name, bound in (("label_filter", leave_out_below), ("label_flip", flip_below)):
+            if bound is not None and not 0.0 < bound < 0.5:
+                raise ValueError(f"{name} must be in (0, 0.5): the probability of a label below which the network "
+                                 f"overrules it, got {bound}")
+        if leave_out_below is not None and flip_below is not None and flip_below >= leave_out_below:
+            raise ValueError(f"label_flip ({flip_below}) must be below label_filter ({leave_out_below}): a label is "
+                             "flipped where the network is surer of the other answer than where it is left out")
+        self.leave_out_below, self.flip_below = leave_out_below, flip_below
         self._distrusted: set[tuple[int, int]] = set()
+        self._flipped: set[tuple[int, int]] = set()
         self._trusted: tuple[tuple, np.ndarray] | None = None  # (the database's state, its trusted indices)
 
     def judge(self, probabilities: np.ndarray, db: PrefDB) -> None:
-        """Distrust each pair of ``db`` whose label the members give, on average, a probability below the threshold
-        (``probabilities`` ``(len(db), M)`` from :func:`label_probabilities`)."""
-        low = probabilities.mean(axis=1) < self.threshold
-        self._distrusted = {(a, b) for (a, b, _), out in zip(db.prefs, low) if out}
+        """Judge each pair of ``db`` by the probability the members give its label, on average (``probabilities``
+        ``(len(db), M)`` from :func:`label_probabilities`)."""
+        p = probabilities.mean(axis=1)
+        flip = p < self.flip_below if self.flip_below is not None else np.zeros(len(p), bool)
+        out = (p < self.leave_out_below) & ~flip if self.leave_out_below is not None else np.zeros(len(p), bool)
+        ids = [(a, b) for a, b, _ in db.prefs]
+        self._distrusted = {pair for pair, o in zip(ids, out) if o}
+        self._flipped = {pair for pair, f in zip(ids, flip) if f}
         self._trusted = None
 
     def trusted(self, db: PrefDB) -> np.ndarray:
@@ -86,7 +98,20 @@ class LabelFilter:
                                               if (a, b) not in self._distrusted], dtype=np.int64))
         return self._trusted[1]
 
+    def as_trained(self, db: PrefDB, idx: np.ndarray, labels: np.ndarray) -> np.ndarray:
+        """``labels`` of ``db``'s pairs ``idx`` (any shape) as the network trains on them: the flipped ones the
+        other way round."""
+        if not self._flipped:
+            return labels
+        flipped = np.array([db.prefs[i][:2] in self._flipped for i in idx.ravel()]).reshape(idx.shape)
+        return np.where(flipped, 1.0 - labels, labels).astype(labels.dtype)
+
     @property
     def n_left_out(self) -> int:
-        """Pairs distrusted at the last judgement."""
+        """Pairs left out at the last judgement."""
         return len(self._distrusted)
+
+    @property
+    def n_flipped(self) -> int:
+        """Pairs flipped at the last judgement."""
+        return len(self._flipped)

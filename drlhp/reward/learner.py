@@ -60,6 +60,7 @@ class LearnerConfig:
     weight_average: float | None  # the decay of the weights' average that checkpoints hold (None: the weights)
     estimate_noise_prob: bool  # refit noise_prob to the validation labels at each checkpoint (label_noise)
     label_filter: float | None  # leave out training pairs whose label the network finds less likely than this
+    label_flip: float | None  # flip the labels of training pairs the network finds less likely than this
     n_val_pairs: int = 128  # validation pairs scored at each checkpoint
     n_normaliser_clips: int = 512  # clips the normaliser is fitted on (fit_normaliser)
 
@@ -83,6 +84,7 @@ class Evaluation:
     centre_gap: float  # the members' mean (mean - median) / std of the raw reward (normaliser.centre_gap)
     noise_prob: float = float("nan")  # the share of random answers the loss assumes from here
     pairs_left_out: int = 0  # training pairs the label filter leaves out from here
+    pairs_flipped: int = 0  # training pairs trained on with the label flipped from here
 
 
 class Learner:
@@ -105,7 +107,8 @@ class Learner:
         self._rate_clock = time.monotonic()
         self._warned_flat = False
         self._centre_gaps = np.full(1, np.nan)  # of the last normaliser fitted
-        self.label_filter = LabelFilter(config.label_filter) if config.label_filter is not None else None
+        self.label_filter = LabelFilter(config.label_filter, config.label_flip) \
+            if config.label_filter is not None or config.label_flip is not None else None
 
     def _load(self, pretrained_ckpt: str | None, resume: bool) -> RewardOptimiser:
         c = self.config
@@ -146,7 +149,10 @@ class Learner:
         c, evaluations = self.config, []
         for _ in range(n_steps):
             idx = self._batch_indices(train_db)
-            loss, acc = self.optimiser.train_step(*_by_member(train_db, idx), self._unlabelled(train_db))
+            frames_a, frames_b, labels = _by_member(train_db, idx)
+            if self.label_filter is not None:
+                labels = self.label_filter.as_trained(train_db, idx, labels)
+            loss, acc = self.optimiser.train_step(frames_a, frames_b, labels, self._unlabelled(train_db))
             self._recent["loss"].append(loss)
             self._recent["accuracy"].append(acc)
             self._pairs_trained += c.batch_size
@@ -209,7 +215,8 @@ class Learner:
             _mean_ignoring_nan(self._recent["accuracy"]), val_loss, val_acc, self.optimiser.weight_decay,
             self._pairs_trained / max(now - self._rate_clock, 1e-9), float(np.mean(normaliser.centre)),
             float(np.mean(normaliser.std)), float(np.mean(self._centre_gaps)), self.optimiser.noise_prob,
-            self.label_filter.n_left_out if self.label_filter is not None else 0)
+            self.label_filter.n_left_out if self.label_filter is not None else 0,
+            self.label_filter.n_flipped if self.label_filter is not None else 0)
         self._recent = {"loss": [], "accuracy": []}
         self._pairs_trained, self._rate_clock = 0, now
         return evaluation

@@ -17,11 +17,12 @@ log = logging.getLogger("drlhp.learner")
 #: ``labels``: the run's labels, less ``labels_retracted`` (those their labeller took back); ``agreement``: the share
 #: of pairs answered twice (``pairs_answered_twice``, among the pairs held) that got the same answer (nan: none);
 #: ``centre_gap``: where the raw reward's mean lies against its median (``drlhp.reward.normaliser.centre_gap``);
-#: ``noise_prob``: the share of random answers the loss assumes; ``pairs_left_out``: by the label filter.
+#: ``noise_prob``: the share of random answers the loss assumes; ``pairs_left_out`` and ``pairs_flipped``: by the
+#: label filter (``label_filter``, ``label_flip``).
 METRICS_COLUMNS = ("training_step", "wall_time_s", "labels", "labels_asked", "labels_remaining", "n_train_prefs",
                    "n_val_prefs", "train_loss", "train_accuracy", "val_loss", "val_accuracy", "l2_coefficient",
                    "pairs_per_second", "labels_retracted", "pairs_answered_twice", "agreement", "centre_gap",
-                   "noise_prob", "pairs_left_out")
+                   "noise_prob", "pairs_left_out", "pairs_flipped")
 
 
 #: Significant digits of the CSV's floats: a loss or an accuracy needs no more, and a long run's file halves.
@@ -56,7 +57,7 @@ class MetricsLog:
                "l2_coefficient": e.l2_coefficient, "pairs_per_second": e.pairs_per_second,
                "labels_retracted": labels_retracted, "pairs_answered_twice": agreement.n_pairs,
                "agreement": agreement.rate(), "centre_gap": e.centre_gap, "noise_prob": e.noise_prob,
-               "pairs_left_out": e.pairs_left_out}
+               "pairs_left_out": e.pairs_left_out, "pairs_flipped": e.pairs_flipped}
         append_csv_row(self.path, METRICS_COLUMNS, {key: significant(value) for key, value in row.items()})
         if self.scalars is not None:
             self.scalars.add(e.training_step, {

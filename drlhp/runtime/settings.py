@@ -87,7 +87,8 @@ def learner_config(config: PreferenceConfig, frame_spec: FrameSpec) -> LearnerCo
         augmentation=config.augmentation, reward_scale=config.reward_scale, reward_centre=config.reward_centre,
         ckpt_interval=config.reward_predictor_ckpt_interval, first_ckpt_step=config.n_initial_training_steps,
         seed=config.seed, device=config.reward_predictor_device, weight_average=config.reward_predictor_weight_average,
-        estimate_noise_prob=config.estimate_noise_prob, label_filter=config.label_filter)
+        estimate_noise_prob=config.estimate_noise_prob, label_filter=config.label_filter,
+        label_flip=config.label_flip)
 
 
 def label_store_config(config: PreferenceConfig, frame_spec: FrameSpec) -> LabelStoreConfig:

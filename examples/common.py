@@ -87,6 +87,7 @@ class Args:
     reward_predictor_weight_average: float | None = drlhp_setting("reward_predictor_weight_average")
     estimate_noise_prob: bool = drlhp_setting("estimate_noise_prob")
     label_filter: float | None = drlhp_setting("label_filter")
+    label_flip: float | None = drlhp_setting("label_flip")
     n_initial_training_steps: int = drlhp_setting("n_initial_training_steps")
     web_port: int = drlhp_setting("web_port")
     life_loss_penalty: float = field(default=0.0, metadata={

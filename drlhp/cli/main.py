@@ -133,7 +133,7 @@ TRAIN_REWARD_SETTINGS = (
     "ensemble_size", "reward_predictor_dropout", "reward_predictor_batchnorm", "reward_predictor_frame_norm",
     "reward_predictor_device", "reward_predictor_weight_decay", "adaptive_l2", "reward_predictor_weight_average",
     "augment_shift", "temporal_crop_min_length", "pseudo_label_threshold", "noise_prob", "estimate_noise_prob",
-    "label_filter", "reward_scale", "reward_centre", "val_fraction", "seed", "tensorboard_log")
+    "label_filter", "label_flip", "reward_scale", "reward_centre", "val_fraction", "seed", "tensorboard_log")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -17,7 +17,8 @@ six agents of a true-reward PPO run at seed 0, from 50k to 1M agent steps), so s
     python benchmarks/reward_signal.py labels benchmarks/results/pong/policies/labels --out lab6_early \
         --labels 3000 --weights 4 1 1 0.5 0.5 0.5
     # 3. train reward networks on them the way you want to compare, then score each checkpoint
-    drlhp train-reward lab6_early --log-dir rs_atari_bn --reward-net-arch atari --reward-predictor-batchnorm --ensemble-size 1 --steps 1000
+    drlhp train-reward lab6_early --log-dir rs_atari_bn --reward-net-arch atari --reward-predictor-batchnorm \
+        --ensemble-size 1 --steps 1000
     python benchmarks/reward_signal.py measure rs_atari_bn rs_other --policies benchmarks/results/pong/policies/eval
 
 Also committed: the last reward checkpoints of four Pong runs with the defaults (``reward_predictor.ckpt`` in
@@ -243,8 +244,8 @@ def make_labels(policies: str, out: str, n_labels: int, length: int, weights: li
     synthetic teacher who answers ``mistake_rate`` of them the wrong way round (``drop_ties``: pairs it calls
     equally good are not kept), saved as a database ``drlhp train-reward`` reads."""
     from drlhp.clips.segments import Segment
+    from drlhp.label_store.database import PrefBuffer
     from drlhp.labelling.protocols import SyntheticTeacher
-    from drlhp.labels.database import PrefBuffer
 
     recordings = load_recordings(policies, blank_rows)
     weights = weights or [1.0] * len(recordings)
@@ -452,7 +453,7 @@ def switch(run_dir: str, recordings: list[Recording], fit_clips: list[int], n_re
 
     from drlhp.clips.frames import infer_frame_spec
     from drlhp.config import PreferenceConfig
-    from drlhp.labels.database import PrefBuffer, clip_format
+    from drlhp.label_store.database import PrefBuffer, clip_format
     from drlhp.reward.learner import Learner, fit_normaliser
     from drlhp.reward.torch_setup import set_up_torch
     from drlhp.runtime.settings import learner_config
@@ -502,7 +503,7 @@ def switch(run_dir: str, recordings: list[Recording], fit_clips: list[int], n_re
 
 def centres(run_dir: str, n_clips: int, seed: int) -> None:
     """Print where a run's last checkpoint's mean lies against its median, on ``n_clips`` of its training clips."""
-    from drlhp.labels.database import PrefBuffer
+    from drlhp.label_store.database import PrefBuffer
     from drlhp.reward.learner import sample_member_rewards
     from drlhp.reward.normaliser import centre_gap
 

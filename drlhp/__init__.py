@@ -32,8 +32,8 @@ from drlhp.errors import (
 from drlhp.frontends.base import PREDICTED_REWARD_KEY, TRUE_REWARD_KEY
 from drlhp.frontends.env_wrapper import HumanPreferencesEnvWrapper
 from drlhp.frontends.vector import HumanPreferencesVectorWrapper
+from drlhp.label_store.database import PrefBuffer, PrefDB
 from drlhp.labelling.protocols import SyntheticTeacher
-from drlhp.labels.database import PrefBuffer, PrefDB
 from drlhp.reward.predictor import RewardPredictor
 from drlhp.runtime.pipeline import PreferencePipeline
 from drlhp.runtime.stats import PipelineStats

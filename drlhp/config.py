@@ -22,12 +22,12 @@ from typing import Any, Callable, Literal, get_args
 import numpy as np
 
 from drlhp.errors import ConfigError, MissingExtraError, UnknownSettingError
+from drlhp.label_store.database import DEFAULT_VAL_FRACTION
 from drlhp.labelling.answers import DEFAULT_UNDO_LIMIT
 from drlhp.labelling.pair_selection import DEFAULT_N_CANDIDATES, SELECTIONS, PairSelection
 from drlhp.labelling.protocols import DEFAULT_PAIRS_PER_SEGMENT, GivesSecondOpinions, Labeller, SyntheticTeacher
 from drlhp.labelling.schedule import DEFAULT_LABEL_SCHEDULE, LabelSchedule, ScheduleKind
 from drlhp.labelling.terminal import CONTROLLING_TERMINAL
-from drlhp.labels.database import DEFAULT_VAL_FRACTION
 from drlhp.reward.augment import Augmentation
 from drlhp.reward.normaliser import DEFAULT_REWARD_CENTRE, REWARD_CENTRES, RewardCentre
 from drlhp.reward.predictor import (

@@ -221,7 +221,7 @@ def resume_and_read_labels(env: gymnasium.Env, log_dir: str, labels_asked: int, 
     """Resume the run in ``log_dir`` (synthetic labels, nothing stepped), check its budget counts ``labels_asked``
     pairs, close it; returns the (label, labeller) pairs the log_dir then holds, in label order."""
     from drlhp import HumanPreferencesEnvWrapper
-    from drlhp.labels.database import PrefBuffer
+    from drlhp.label_store.database import PrefBuffer
 
     wrapped = HumanPreferencesEnvWrapper(env, log_dir=log_dir, resume=True, train_reward=False, log_level=30,
                                          **settings)

@@ -2,7 +2,7 @@
 import math
 import pickle
 
-from drlhp.labels.agreement import Agreement, combined_label
+from drlhp.label_store.agreement import Agreement, combined_label
 
 
 def test_the_pair_trains_on_the_answer_both_gave_else_a_tie():

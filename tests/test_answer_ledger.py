@@ -5,8 +5,8 @@ import pytest
 
 from drlhp.clips.segments import Segment
 from drlhp.errors import NothingToUndo
+from drlhp.label_store.agreement import Agreement
 from drlhp.labelling.ledger import AnswerLedger, Recorded
-from drlhp.labels.agreement import Agreement
 
 
 def answer(seq: int, labeller: str, label: float = 1.0, second: bool = False) -> Recorded:

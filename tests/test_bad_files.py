@@ -27,7 +27,7 @@ from drlhp import CheckpointFormatError, DrlhpError, HumanPreferencesEnvWrapper,
 from drlhp.cli.main import main as drlhp_command
 from drlhp.clips.frames import infer_frame_spec
 from drlhp.clips.segments import Segment, pack
-from drlhp.labels.database import PrefDB
+from drlhp.label_store.database import PrefDB
 from drlhp.reward.predictor import NetConfig, RewardPredictor
 from drlhp.storage.layout import CHECKPOINT_DIRNAME, CHECKPOINT_FILENAME, LogDir
 
@@ -242,7 +242,7 @@ def test_an_optimiser_state_valid_but_for_an_object_is_refused_on_resume_and_run
 @pytest.mark.parametrize("dtype", ["|O", {"names": ["frames"], "formats": ["|O"]}],
                          ids=["object", "a field of objects"])
 def test_a_journal_record_of_objects_ends_the_replay_with_a_warning_and_runs_nothing(tmp_path, dtype, caplog):
-    from drlhp.labels.journal import JournalWriter, _record  # _record: the journal's framing, for a crafted record
+    from drlhp.label_store.journal import JournalWriter, _record  # _record: the journal's framing, for a crafted record
 
     good = [pack(Segment(i, np.zeros((FAST["segment_length"], *FRAME.shape), np.uint8),
                          np.zeros(FAST["segment_length"]))) for i in (0, 1)]

@@ -76,9 +76,9 @@ def test_no_worker_setting_restates_a_default_of_the_run_settings():
     to drift from the run's (those with a default are the engines' own, with no PreferenceConfig setting)."""
     import dataclasses
 
+    from drlhp.label_store.store import LabelStoreConfig
     from drlhp.labelling.human import HumanConfig
     from drlhp.labelling.web.labeller import WebConfig
-    from drlhp.labels.store import LabelStoreConfig
     from drlhp.reward.learner import LearnerConfig
     from drlhp.runtime.settings import InterfaceConfig, TrainerConfig
 

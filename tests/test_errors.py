@@ -8,8 +8,8 @@ import pytest
 
 import drlhp
 from drlhp import errors
+from drlhp.label_store.database import PrefBuffer
 from drlhp.labelling.schedule import LabelSchedule
-from drlhp.labels.database import PrefBuffer
 
 ALL_ERRORS = [cls for _, cls in inspect.getmembers(errors, inspect.isclass) if cls.__module__ == errors.__name__]
 

@@ -13,7 +13,7 @@ import pytest
 
 from drlhp import PrefBuffer
 from drlhp.clips.segments import Segment, pack
-from drlhp.labels.journal import (
+from drlhp.label_store.journal import (
     JournalLabel,
     JournalRetraction,
     JournalSecondAnswer,

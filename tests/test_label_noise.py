@@ -8,7 +8,7 @@ import torch
 from test_learner import FEATURES, LENGTH, settings
 
 from drlhp.clips.segments import Segment
-from drlhp.labels.database import PrefBuffer
+from drlhp.label_store.database import PrefBuffer
 from drlhp.reward.label_noise import LabelFilter, estimate_noise_prob
 from drlhp.reward.learner import Learner
 

@@ -10,10 +10,10 @@ import pytest
 from drlhp.clips.frames import infer_frame_spec
 from drlhp.clips.segments import Segment, pack
 from drlhp.errors import LogDirHasLabelsError
-from drlhp.labels.database import PrefBuffer
-from drlhp.labels.journal import JournalWriter, read_journal
-from drlhp.labels.store import MIN_LABELS_PER_SNAPSHOT, LabelStore, LabelStoreConfig
-from drlhp.labels.stream import ForgetSegment, Preference, Retraction, SecondAnswer, SegmentData
+from drlhp.label_store.database import PrefBuffer
+from drlhp.label_store.journal import JournalWriter, read_journal
+from drlhp.label_store.store import MIN_LABELS_PER_SNAPSHOT, LabelStore, LabelStoreConfig
+from drlhp.label_store.stream import ForgetSegment, Preference, Retraction, SecondAnswer, SegmentData
 from drlhp.storage.layout import LogDir
 
 LENGTH = 3
@@ -149,13 +149,13 @@ def test_the_runs_instructions_are_recorded_and_a_change_is_named_in_a_warning(t
     label(first, 0)
     first.save_unsaved()
     assert PrefBuffer.load_all(str(tmp_path / "a")).instructions == "Which dot gets nearer?"
-    with caplog.at_level(logging.WARNING, logger="drlhp.labels"):
+    with caplog.at_level(logging.WARNING, logger="drlhp.label_store"):
         second = store(tmp_path / "b", prefs_dir=str(tmp_path / "a"), instructions="Which dot moves less?")
     assert "'Which dot gets nearer?'" in caplog.text and "'Which dot moves less?'" in caplog.text
     assert second.buffer.instructions == "Which dot moves less?"
     assert PrefBuffer.load_all(str(tmp_path / "b")).instructions == "Which dot moves less?"  # its first snapshot
     caplog.clear()
-    with caplog.at_level(logging.WARNING, logger="drlhp.labels"):
+    with caplog.at_level(logging.WARNING, logger="drlhp.label_store"):
         third = store(tmp_path / "c", prefs_dir=str(tmp_path / "a"))  # asks nothing new: the labels keep theirs
         store(tmp_path / "d", prefs_dir=str(tmp_path / "a"), instructions="Which dot gets nearer?")
     assert third.buffer.instructions == "Which dot gets nearer?" and not caplog.text

@@ -9,7 +9,7 @@ from conftest import assert_same_in_float32
 
 from drlhp.clips.frames import infer_frame_spec
 from drlhp.clips.segments import Segment
-from drlhp.labels.database import PrefBuffer
+from drlhp.label_store.database import PrefBuffer
 from drlhp.reward.augment import NO_AUGMENTATION
 from drlhp.reward.learner import Learner, LearnerConfig, fit_normaliser
 from drlhp.reward.predictor import FORWARD_BATCH, NetConfig, RewardPredictor

@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 
 from drlhp.clips.segments import Segment
+from drlhp.label_store.stream import ForgetSegment, Preference, SegmentData
 from drlhp.labelling.interface import PrefInterface, PrefInterfaceConfig
 from drlhp.labelling.protocols import SyntheticLabeller
-from drlhp.labels.stream import ForgetSegment, Preference, SegmentData
 
 
 def seg(i, ret):
@@ -102,8 +102,8 @@ def test_episode_tracker_follows_each_env_apart_when_their_segments_interleave()
 
 
 def test_the_interface_asks_as_the_schedule_allows_and_journals_each_label_before_sending_it(tmp_path):
+    from drlhp.label_store.journal import JournalWriter, read_journal
     from drlhp.labelling.schedule import LabelSchedule
-    from drlhp.labels.journal import JournalWriter, read_journal
 
     out = queue.Queue()
     journal = JournalWriter(str(tmp_path), lambda: 0)

@@ -16,7 +16,7 @@ import pytest
 from conftest import FAST, FakePixelEnv, gone, step_until, wait_for
 
 from drlhp import HumanPreferencesEnvWrapper, LogDirHasLabelsError, PrefBuffer, WorkerError
-from drlhp.labels.journal import JournalLabel, read_journal
+from drlhp.label_store.journal import JournalLabel, read_journal
 from drlhp.storage.layout import LogDir
 
 SCRIPT = os.path.join(os.path.dirname(__file__), "scripts", "labelling_session.py")

@@ -148,7 +148,7 @@ def test_each_checkpoints_rows_per_policy_follow_it_with_its_own_figures(tmp_pat
 def test_a_state_recording_keeps_its_observations_and_a_fallible_teacher_labels_its_clips(tmp_path):
     from reward_signal import make_labels
 
-    from drlhp.labels.database import PrefBuffer
+    from drlhp.label_store.database import PrefBuffer
 
     rng = np.random.default_rng(3)
     for steps in (1, 2):

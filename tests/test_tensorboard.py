@@ -15,7 +15,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 import drlhp  # noqa: F401  (registers drlhp/MovingDot-v0)
 from drlhp import HumanPreferencesEnvWrapper
 from drlhp.cli.plot import read_metrics
-from drlhp.labels.agreement import Agreement
+from drlhp.label_store.agreement import Agreement
 from drlhp.reward.learner import Evaluation
 from drlhp.reward.metrics import MetricsLog
 from drlhp.sb3 import HumanPreferencesLogger, HumanPreferencesVecEnvWrapper

@@ -13,11 +13,11 @@ from conftest import FakePixelEnv, labels_by_seq, wait_for
 from drlhp import HumanPreferencesEnvWrapper
 from drlhp.clips.segments import Segment
 from drlhp.errors import ConfigError, NothingToUndo
+from drlhp.label_store.database import PrefBuffer
+from drlhp.label_store.journal import JournalWriter
+from drlhp.label_store.stream import Preference, Retraction, SecondAnswer
 from drlhp.labelling.interface import PrefInterface, PrefInterfaceConfig
 from drlhp.labelling.protocols import UNDO, SyntheticLabeller, SyntheticTeacher
-from drlhp.labels.database import PrefBuffer
-from drlhp.labels.journal import JournalWriter
-from drlhp.labels.stream import Preference, Retraction, SecondAnswer
 
 
 def seg(i: int, ret: float) -> Segment:

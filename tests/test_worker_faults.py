@@ -9,7 +9,7 @@ import pytest
 from conftest import FAST, FakePixelEnv, gone, labels_by_seq, step_until, wait_for
 
 from drlhp import HumanPreferencesEnvWrapper, WorkerError
-from drlhp.labels.database import PrefBuffer
+from drlhp.label_store.database import PrefBuffer
 from drlhp.reward.optimiser import RewardOptimiser
 
 #: How long close() may take after a worker failed (what test_failures.py allows a close in any state).

@@ -17,7 +17,7 @@ from conftest import FAST, FakePixelEnv, step_until
 from test_label_journal import clips
 
 from drlhp import HumanPreferencesEnvWrapper, NoLabelsError, PrefBuffer, WriteError
-from drlhp.labels.journal import JournalWriter, read_journal
+from drlhp.label_store.journal import JournalWriter, read_journal
 from drlhp.storage.curve_csv import LearningCurveWriter, read_rows
 from drlhp.storage.files import append_csv_row, atomic_writes
 from drlhp.storage.layout import LogDir

@@ -18,7 +18,7 @@ import numpy as np
 from drlhp.clips.frames import check_format, infer_frame_spec
 from drlhp.config import PreferenceConfig
 from drlhp.errors import ConfigError, MissingFileError, NoLabelsError
-from drlhp.labels.database import PrefBuffer, clip_format
+from drlhp.label_store.database import PrefBuffer, clip_format
 from drlhp.reward.learner import Learner
 from drlhp.reward.metrics import MetricsLog
 from drlhp.reward.optimiser import RewardOptimiser

@@ -9,7 +9,7 @@ import numpy as np
 
 from drlhp.cli.offline import spearman
 from drlhp.errors import FileFormatError, MissingExtraError, MissingFileError
-from drlhp.labels.database import PrefBuffer
+from drlhp.label_store.database import PrefBuffer
 from drlhp.reward.predictor import RewardPredictor
 from drlhp.storage.curve_csv import read_learning_curve, smooth
 from drlhp.storage.layout import LogDir

@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterable
 from typing import Any, Callable, get_args
 
-from drlhp import config as config_module
+import drlhp.config as config_module
 from drlhp.config import setting_field
 
 #: What a flag takes for a setting's None.

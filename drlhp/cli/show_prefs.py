@@ -20,10 +20,10 @@ from typing import NamedTuple
 
 from drlhp.clips.frames import infer_frame_spec
 from drlhp.config import PreferenceConfig
+from drlhp.label_store.agreement import Agreement
+from drlhp.label_store.database import PrefBuffer, PrefDB
 from drlhp.labelling.answers import LABEL_NAMES
 from drlhp.labelling.display import auto_zoom, compose_pair, display_problem, displayable
-from drlhp.labels.agreement import Agreement
-from drlhp.labels.database import PrefBuffer, PrefDB
 from drlhp.storage.layout import TRAIN_FILE, VAL_FILE
 
 WINDOW = "drlhp: saved preference"

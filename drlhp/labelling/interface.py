@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 
 from drlhp.clips.segments import Segment
 from drlhp.errors import NothingToUndo
+from drlhp.label_store.journal import JournalWriter
+from drlhp.label_store.stream import LabelSink
 from drlhp.labelling.answers import Answer, TakeBack
 from drlhp.labelling.ledger import Recorded
 from drlhp.labelling.pair_choice import PairChooser
@@ -40,8 +42,6 @@ from drlhp.labelling.protocols import (
 )
 from drlhp.labelling.recorder import AnswerRecorder, EarlierLabels
 from drlhp.labelling.schedule import LabelSchedule
-from drlhp.labels.journal import JournalWriter
-from drlhp.labels.stream import LabelSink
 
 log = logging.getLogger("drlhp.interface")
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from drlhp.clips.segments import Segment
 from drlhp.errors import NothingToUndo
-from drlhp.labels.agreement import Agreement
+from drlhp.label_store.agreement import Agreement
 
 
 @dataclass(frozen=True)

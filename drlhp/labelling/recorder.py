@@ -1,19 +1,27 @@
 """Recording answers: each on disk before anything else happens, then on the label stream to the trainer.
 
-A label is journaled (``drlhp.labels.journal``), then put on the label stream (``drlhp.labels.stream``), a clip
-travelling once, packed, before the first label that uses it and forgotten once it can be paired no more. Answers
-taken back and second answers go the same way; the ledger (``drlhp.labelling.ledger``) keeps what each labeller may
-take back and how often two labellers agree.
+A label is journaled (``drlhp.label_store.journal``), then put on the label stream (``drlhp.label_store.stream``),
+a clip travelling once, packed, before the first label that uses it and forgotten once it can be paired no more.
+Answers taken back and second answers go the same way; the ledger (``drlhp.labelling.ledger``) keeps what each
+labeller may take back and how often two labellers agree.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from drlhp.clips.segments import PackedSegment, Segment, pack
+from drlhp.label_store.agreement import Agreement
+from drlhp.label_store.journal import JournalWriter
+from drlhp.label_store.stream import (
+    ForgetSegment,
+    LabelRecord,
+    LabelSink,
+    Preference,
+    Retraction,
+    SecondAnswer,
+    SegmentData,
+)
 from drlhp.labelling.ledger import AnswerLedger, Recorded
-from drlhp.labels.agreement import Agreement
-from drlhp.labels.journal import JournalWriter
-from drlhp.labels.stream import ForgetSegment, LabelRecord, LabelSink, Preference, Retraction, SecondAnswer, SegmentData
 
 
 @dataclass(frozen=True)

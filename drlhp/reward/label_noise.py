@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from drlhp.labels.database import PrefDB
+from drlhp.label_store.database import PrefDB
 
 #: Pairs judged a forward pass at a time (as the optimiser's evaluation batches).
 JUDGE_BATCH = 64

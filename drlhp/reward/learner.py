@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from drlhp.errors import NoLabelsError
-from drlhp.labels.database import PrefDB
+from drlhp.label_store.database import PrefDB
 from drlhp.reward.augment import Augmentation
 from drlhp.reward.bootstrap import member_batches
 from drlhp.reward.label_noise import LabelFilter, estimate_noise_prob, label_probabilities

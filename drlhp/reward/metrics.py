@@ -6,7 +6,7 @@ import logging
 import math
 import time
 
-from drlhp.labels.agreement import Agreement
+from drlhp.label_store.agreement import Agreement
 from drlhp.reward.learner import Evaluation
 from drlhp.reward.tensorboard_log import ScalarLog
 from drlhp.storage.files import append_csv_row

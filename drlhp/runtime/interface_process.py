@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import queue
 
+from drlhp.label_store.journal import JournalWriter
 from drlhp.labelling.interface import PrefInterface, PrefInterfaceConfig
 from drlhp.labelling.pair_selection import DisagreementScorer
 from drlhp.labelling.protocols import Labeller, ServesPage, SyntheticLabeller
 from drlhp.labelling.recorder import EarlierLabels
-from drlhp.labels.journal import JournalWriter
 from drlhp.reward.torch_setup import set_up_torch
 from drlhp.runtime.messages import RunStart
 from drlhp.runtime.segment_channel import SegmentChannel

@@ -1,9 +1,9 @@
-"""The small messages between the processes (the labels themselves travel as ``drlhp.labels.stream`` records)."""
+"""The small messages between the processes (the labels themselves travel as ``drlhp.label_store.stream`` records)."""
 from __future__ import annotations
 
 from typing import NamedTuple
 
-from drlhp.labels.agreement import Agreement
+from drlhp.label_store.agreement import Agreement
 
 
 class RunStart(NamedTuple):

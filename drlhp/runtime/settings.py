@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING
 
 from drlhp.clips.frames import FrameSpec
 from drlhp.config import PreferenceConfig
+from drlhp.label_store.store import LabelStoreConfig
 from drlhp.labelling.human import HumanConfig
 from drlhp.labelling.protocols import Labeller, SyntheticTeacher
 from drlhp.labelling.schedule import LabelSchedule
-from drlhp.labels.store import LabelStoreConfig
 from drlhp.reward.learner import LearnerConfig
 from drlhp.reward.predictor import NetConfig
 from drlhp.storage.layout import LogDir

@@ -19,9 +19,9 @@ import time
 import traceback
 
 from drlhp.errors import DrlhpError, LogDirInUseError, WorkerError, WriteError
+from drlhp.label_store.store import LabelStore
+from drlhp.label_store.stream import LabelRecord, Preference
 from drlhp.labelling.schedule import labels_remaining
-from drlhp.labels.store import LabelStore
-from drlhp.labels.stream import LabelRecord, Preference
 from drlhp.reward.learner import Evaluation, Learner
 from drlhp.reward.metrics import MetricsLog
 from drlhp.reward.torch_setup import set_up_torch

@@ -4,8 +4,8 @@
 
   log_dir/
     drlhp.lock                          one run at a time (drlhp.storage.lock)
-    train.pkl.gz, val.pkl.gz            the label snapshot (drlhp.labels.database)
-    label_journal/<first seq>.journal   labels since the snapshot (drlhp.labels.journal)
+    train.pkl.gz, val.pkl.gz            the label snapshot (drlhp.label_store.database)
+    label_journal/<first seq>.journal   labels since the snapshot (drlhp.label_store.journal)
     reward_predictor_checkpoints/
       reward_predictor.ckpt             the reward network and its normaliser
       optimizer_state.pt                Adam's state, so a resumed run trains on as if never stopped

@@ -48,7 +48,7 @@ class Retraction(NamedTuple):
 
 class SecondAnswer(NamedTuple):
     """A second labeller's answer to the pair of the run's ``seq``-th label (the pair then trains on
-    ``drlhp.labels.agreement.combined_label`` of the two answers)."""
+    ``drlhp.label_store.agreement.combined_label`` of the two answers)."""
 
     seq: int
     labeller: str

@@ -2,7 +2,7 @@
 
 At start the store loads the labels the run builds on (its own when resuming, else ``prefs_dir``'s) and,
 when the run journals, writes one snapshot into its log_dir if the journal or another directory added
-labels, so the log_dir alone holds every label. Labels then arrive as ``drlhp.labels.stream`` records, with
+labels, so the log_dir alone holds every label. Labels then arrive as ``drlhp.label_store.stream`` records, with
 the labellers' retractions and second answers. A
 snapshot of the log_dir is due once the labels since the last are as many as the older ones in the database
 (so rewriting it costs at most as much again as journaling them did), or every ``snapshot_interval``
@@ -17,14 +17,14 @@ from dataclasses import dataclass
 
 from drlhp.clips.frames import FrameSpec, check_format
 from drlhp.clips.segments import PackedSegment
-from drlhp.labels.agreement import Agreement
-from drlhp.labels.database import PrefBuffer
-from drlhp.labels.journal import remove_journal
-from drlhp.labels.stream import ForgetSegment, LabelRecord, Preference, Retraction, SecondAnswer, SegmentData
+from drlhp.label_store.agreement import Agreement
+from drlhp.label_store.database import PrefBuffer
+from drlhp.label_store.journal import remove_journal
+from drlhp.label_store.stream import ForgetSegment, LabelRecord, Preference, Retraction, SecondAnswer, SegmentData
 from drlhp.storage.layout import LogDir
 from drlhp.storage.run_dir import refuse_earlier_labels
 
-log = logging.getLogger("drlhp.labels")
+log = logging.getLogger("drlhp.label_store")
 
 #: A snapshot is due once this many labels, and as many as the database's older ones, arrived since the last.
 MIN_LABELS_PER_SNAPSHOT = 100

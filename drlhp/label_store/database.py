@@ -10,7 +10,7 @@ database is written without compressing anything twice. After the labels come, p
 pair: who gave the label (a fixed-width text array), how long the answer took
 (seconds, NaN where not timed), the run's number of its label (int64; -1 where not
 recorded), the first answer (the pairs' labels column holds the training label,
-``drlhp.labels.agreement.combined_label`` of both answers), and a second labeller's
+``drlhp.label_store.agreement.combined_label`` of both answers), and a second labeller's
 answer: who (text, "" for none), the label (NaN for none) and how long it took
 (NaN: none, or not timed). Header fields ``instructions`` (what the labellers
 were asked, or null) and ``retracted`` (the numbers of the run's labels their
@@ -18,7 +18,7 @@ labeller took back, sorted). This is version 4; files of the earlier versions
 (written by unreleased commits of drlhp) are refused with the way to convert them.
 The header's ``n_labels`` is how many labels the run had when the file was
 written: the journal's records from there on are replayed on top of it
-(``drlhp.labels.journal``). Its ``val_fraction`` is the run's split, so a reader
+(``drlhp.label_store.journal``). Its ``val_fraction`` is the run's split, so a reader
 that does not know the run's settings routes the journal's labels where the run did.
 """
 from __future__ import annotations
@@ -37,8 +37,8 @@ import numpy as np
 
 from drlhp.clips.segments import PackedSegment, Segment, pack
 from drlhp.errors import LAST_TO_CONVERT, ConfigError, NoLabelsError, PrefDBFormatError
-from drlhp.labels.agreement import Agreement, combined_label
-from drlhp.labels.journal import JournalLabel, JournalRetraction, JournalSecondAnswer, JournalTask, read_journal
+from drlhp.label_store.agreement import Agreement, combined_label
+from drlhp.label_store.journal import JournalLabel, JournalRetraction, JournalSecondAnswer, JournalTask, read_journal
 from drlhp.storage.files import atomic_write, atomic_writes
 from drlhp.storage.layout import LogDir
 

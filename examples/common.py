@@ -311,7 +311,7 @@ def train_on_predicted_reward(venv: VecEnv, args: Args, make_agent: Callable[[Ve
         stats = wrapped.stats()
         print(f"done: mean true return of the last {len(logger.returns)} episodes {mean_or_na(logger.returns)} "
               f"(random policy: {random_return}); labels: {stats.run_labels} in all "
-              f"({stats.labels_asked} asked of a budget of {stats.label_budget or 'unlimited'}); "
+              f"({stats.pairs_asked} asked of a budget of {stats.label_budget or 'unlimited'}); "
               f"logs in {args.log_dir}")
 
 

@@ -108,7 +108,7 @@ def train(algo, service: PreferenceService, args: argparse.Namespace) -> None:
               f"| reward training step {d['training_steps']}", flush=True)
     stats = service.stats()
     print(f"done: mean true return of the last 100 episodes {true_return:.1f} (random policy: about 35); labels: "
-          f"{stats['run_labels']} in all ({stats['labels_asked']} asked of a budget of {args.label_budget}); "
+          f"{stats['run_labels']} in all ({stats['pairs_asked']} asked of a budget of {args.label_budget}); "
           f"logs in {service.log_dir}", flush=True)
 
 

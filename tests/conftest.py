@@ -217,8 +217,8 @@ def no_leftover_processes():
     assert not alive, f"test left processes behind: {alive}"
 
 
-def resume_and_read_labels(env: gymnasium.Env, log_dir: str, labels_asked: int, **settings) -> list[tuple[float, str]]:
-    """Resume the run in ``log_dir`` (synthetic labels, nothing stepped), check its budget counts ``labels_asked``
+def resume_and_read_labels(env: gymnasium.Env, log_dir: str, pairs_asked: int, **settings) -> list[tuple[float, str]]:
+    """Resume the run in ``log_dir`` (synthetic labels, nothing stepped), check its budget counts ``pairs_asked``
     pairs, close it; returns the (label, labeller) pairs the log_dir then holds, in label order."""
     from drlhp import HumanPreferencesEnvWrapper
     from drlhp.label_store.database import PrefBuffer
@@ -226,7 +226,7 @@ def resume_and_read_labels(env: gymnasium.Env, log_dir: str, labels_asked: int, 
     wrapped = HumanPreferencesEnvWrapper(env, log_dir=log_dir, resume=True, train_reward=False, log_level=30,
                                          **settings)
     try:
-        assert wait_for(lambda: wrapped.stats().labels_asked == labels_asked, timeout=60), wrapped.stats()
+        assert wait_for(lambda: wrapped.stats().pairs_asked == pairs_asked, timeout=60), wrapped.stats()
     finally:
         wrapped.close()
     return [(label, who) for _, _, _, label, who in labels_by_seq(PrefBuffer.load_all(log_dir))]

@@ -337,7 +337,7 @@ def test_rllib_ppo_runners_feed_the_service_a_killed_runner_is_restarted_and_no_
         os.kill(runner_pids[0], signal.SIGKILL)
         for _ in range(60):
             result = algo.train()
-            if result["drlhp"]["labels_asked"] >= budget and group.num_healthy_remote_workers() == 2:
+            if result["drlhp"]["pairs_asked"] >= budget and group.num_healthy_remote_workers() == 2:
                 break
         assert group.num_healthy_remote_workers() == 2, "RLlib restarted the killed runner"
         new_pids = group.foreach_env_runner(lambda r: os.getpid(), local_env_runner=False)

@@ -140,7 +140,7 @@ def test_a_person_labels_pairs_in_the_terminal_while_clips_play(tmp_path, screen
     leftover = subprocess.run(["pgrep", "-f", f"^{sys.executable} {SCRIPT}"], capture_output=True, text=True).stdout
     assert leftover == "", f"labelling processes left behind: {leftover}"
     # pair 5 was on screen, asked, when the run stopped: a resumed run counts the labels it holds
-    resumed = resume_and_read_labels(make_session_env(), str(tmp_path), labels_asked=3, segment_length=20)
+    resumed = resume_and_read_labels(make_session_env(), str(tmp_path), pairs_asked=3, segment_length=20)
     assert [label for label, _ in resumed] == [1.0, 0.5, 1.0]
 
 

@@ -55,15 +55,15 @@ def test_a_run_never_asks_more_than_the_schedule_allows_and_spends_its_budget(tm
             def check() -> bool:
                 stats = env.stats()
                 # The interface reads the step counter after the main process wrote it: this holds at every step.
-                assert stats.labels_asked <= allowed(stats.env_steps)
+                assert stats.pairs_asked <= allowed(stats.env_steps)
                 return until(stats)
             return check
 
         step_until(env, within_schedule(lambda s: s.env_steps >= 200 and s.clips_received >= 10))
         steps = env.stats().env_steps
         assert allowed(steps) < 20
-        assert wait_for(lambda: env.stats().labels_asked == allowed(steps), timeout=30)  # its share, the env waiting
-        step_until(env, within_schedule(lambda s: s.labels_asked == 20))
+        assert wait_for(lambda: env.stats().pairs_asked == allowed(steps), timeout=30)  # its share, the env waiting
+        step_until(env, within_schedule(lambda s: s.pairs_asked == 20))
         step_until(env, within_schedule(lambda s: s.env_steps >= horizon + 2000))
         stats = env.stats()
-        assert stats.labels_asked == 20 and stats.labels_remaining == 0 and stats.label_budget == 20
+        assert stats.pairs_asked == 20 and stats.labels_remaining == 0 and stats.label_budget == 20

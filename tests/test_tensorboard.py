@@ -80,8 +80,8 @@ def test_retractions_and_agreement_go_to_the_metrics_csv_and_tensorboard(tmp_pat
         agreement.add("web:al", first, "web:bo", second)
     agreement.add("web:bo", 0.0, "web:cy", 1.0)
     metrics = MetricsLog(LogDir(str(tmp_path)).metrics, str(tmp_path / "tb"))
-    metrics.write(evaluation(1), labels=10, labels_asked=10, labels_remaining=None)  # nothing answered twice yet
-    metrics.write(evaluation(2), labels=14, labels_asked=14, labels_remaining=86, labels_retracted=2,
+    metrics.write(evaluation(1), labels=10, pairs_asked=10, labels_remaining=None)  # nothing answered twice yet
+    metrics.write(evaluation(2), labels=14, pairs_asked=14, labels_remaining=86, labels_retracted=2,
                   agreement=agreement)
     metrics.close()
     rows = read_rows(LogDir(str(tmp_path)).metrics)
@@ -101,5 +101,5 @@ def test_a_metrics_file_of_other_columns_is_set_aside(tmp_path):
     path = LogDir(str(tmp_path)).metrics
     with open(path, "w") as f:
         f.write("step,loss\n1,0.5\n")
-    MetricsLog(path).write(evaluation(1), labels=1, labels_asked=1, labels_remaining=None)
+    MetricsLog(path).write(evaluation(1), labels=1, pairs_asked=1, labels_remaining=None)
     assert len(os.listdir(tmp_path)) == 2 and [r["training_step"] for r in read_rows(path)] == ["1"]

@@ -330,7 +330,7 @@ def test_label_in_chromium_l_r_undo_e_and_cant_tell_reach_the_database(tmp_path)
     assert rows[1]["pair"] == rows[2]["pair"] and (rows[1]["clip_left"], rows[1]["clip_right"]) == (
         rows[3]["clip_left"], rows[3]["clip_right"])  # the pair taken back was answered again
     assert all(float(r["seconds_to_answer"]) >= 0 for r in rows)
-    resumed = resume_and_read_labels(FakePixelEnv(shape=(16, 16, 3), episode_length=60), log_dir, labels_asked=2,
+    resumed = resume_and_read_labels(FakePixelEnv(shape=(16, 16, 3), episode_length=60), log_dir, pairs_asked=2,
                                      label_budget=100)
     assert resumed == [(1.0, "web:alice"), (0.5, "web:alice")]
 

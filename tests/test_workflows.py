@@ -117,7 +117,7 @@ def test_pretrained_reward_predictor_from_the_first_step(tmp_path):
         assert reward == pytest.approx(predictor.reward(obs)) and info[TRUE_REWARD_KEY] == 1.0
         # No background process runs, yet stats() counts what a collecting run counts: zeros, not None.
         stats = env.stats()
-        assert (stats.env_steps, stats.run_labels, stats.labels_asked, stats.training_steps) == (1, 0, 0, 0)
+        assert (stats.env_steps, stats.run_labels, stats.pairs_asked, stats.training_steps) == (1, 0, 0, 0)
     assert not os.path.exists(tmp_path / "use")  # this workflow writes nothing
 
 

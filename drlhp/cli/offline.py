@@ -66,13 +66,13 @@ def train_reward(prefs_dir: str, log_dir: str, steps: int | None = None, epochs:
         row: dict = {}
         for step in range(1, total + 1):
             for evaluation in learner.train(1, train_db, val_db):
-                row = metrics.write(evaluation, labels.n_labels, labels_asked=0, labels_remaining=None,
+                row = metrics.write(evaluation, labels.n_labels, pairs_asked=0, labels_remaining=None,
                                     labels_retracted=len(labels.retracted), agreement=labels.agreement)
             if on_step is not None:
                 on_step(step, total)
         if not learner.checkpointed:  # the last step gets its checkpoint (and metrics row) too
             evaluation = learner.checkpoint(train_db, val_db)
-            row = metrics.write(evaluation, labels.n_labels, labels_asked=0, labels_remaining=None,
+            row = metrics.write(evaluation, labels.n_labels, pairs_asked=0, labels_remaining=None,
                                 labels_retracted=len(labels.retracted), agreement=labels.agreement)
         metrics.close()
         return row

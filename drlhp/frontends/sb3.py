@@ -101,7 +101,7 @@ class HumanPreferencesLogger(BaseCallback):
     def record_stats(self, stats: PipelineStats, using_predicted_reward: bool) -> None:
         """Record a pipeline's counters; those it does not count (None: a Ray runner's labels are its
         service's) are left out rather than logged as 0."""
-        counts = {"labels": stats.run_labels, "labels_asked": stats.labels_asked,
+        counts = {"labels": stats.run_labels, "pairs_asked": stats.pairs_asked,
                   "labels_remaining": stats.labels_remaining, "reward_training_steps": stats.training_steps,
                   "clips_dropped": stats.clips_dropped,
                   "db_mib": None if stats.db_bytes is None else stats.db_bytes / 2 ** 20}

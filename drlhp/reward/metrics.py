@@ -19,7 +19,7 @@ log = logging.getLogger("drlhp.learner")
 #: ``centre_gap``: where the raw reward's mean lies against its median (``drlhp.reward.normaliser.centre_gap``);
 #: ``noise_prob``: the share of random answers the loss assumes; ``pairs_left_out`` and ``pairs_flipped``: by the
 #: label filter (``label_filter``, ``label_flip``).
-METRICS_COLUMNS = ("training_step", "wall_time_s", "labels", "labels_asked", "labels_remaining", "n_train_prefs",
+METRICS_COLUMNS = ("training_step", "wall_time_s", "labels", "pairs_asked", "labels_remaining", "n_train_prefs",
                    "n_val_prefs", "train_loss", "train_accuracy", "val_loss", "val_accuracy", "l2_coefficient",
                    "pairs_per_second", "labels_retracted", "pairs_answered_twice", "agreement", "centre_gap",
                    "noise_prob", "pairs_left_out", "pairs_flipped")
@@ -42,15 +42,15 @@ class MetricsLog:
         self.scalars = ScalarLog(tensorboard_log) if tensorboard_log else None
         self._start = time.monotonic()
 
-    def write(self, evaluation: Evaluation, labels: int, labels_asked: int, labels_remaining: int | None,
+    def write(self, evaluation: Evaluation, labels: int, pairs_asked: int, labels_remaining: int | None,
               labels_retracted: int = 0, agreement: Agreement | None = None) -> dict:
-        """Record one checkpoint: ``labels`` the run has (``labels_retracted`` of them taken back), ``labels_asked``
+        """Record one checkpoint: ``labels`` the run has (``labels_retracted`` of them taken back), ``pairs_asked``
         and ``labels_remaining`` of its budget (None: no budget), the labellers' ``agreement`` on the pairs answered
         twice (None: none were). Returns the CSV row."""
         e = evaluation
         agreement = agreement or Agreement()
         row = {"training_step": e.training_step, "wall_time_s": round(time.monotonic() - self._start, 3),
-               "labels": labels, "labels_asked": labels_asked,
+               "labels": labels, "pairs_asked": pairs_asked,
                "labels_remaining": math.nan if labels_remaining is None else labels_remaining,
                "n_train_prefs": e.n_train_prefs, "n_val_prefs": e.n_val_prefs, "train_loss": e.train_loss,
                "train_accuracy": e.train_accuracy, "val_loss": e.val_loss, "val_accuracy": e.val_accuracy,
@@ -64,7 +64,7 @@ class MetricsLog:
                 "reward/train_loss": e.train_loss, "reward/train_accuracy": e.train_accuracy,
                 "reward/val_loss": e.val_loss, "reward/val_accuracy": e.val_accuracy,
                 "reward/pairs_per_second": e.pairs_per_second, "reward/labels": labels,
-                "reward/labels_asked": labels_asked, "reward/prefs_in_db": e.n_train_prefs + e.n_val_prefs,
+                "reward/pairs_asked": pairs_asked, "reward/prefs_in_db": e.n_train_prefs + e.n_val_prefs,
                 "reward/l2_coefficient": e.l2_coefficient, "reward/raw_reward_centre": e.raw_reward_centre,
                 "reward/raw_reward_std": e.raw_reward_std, "reward/centre_gap": e.centre_gap,
                 "labels/retracted": labels_retracted,

@@ -120,7 +120,7 @@ class InterfaceProcess:
     def _publish(self) -> None:
         """The interface's counters, for ``stats()``."""
         interface, stats = self.interface, self.stats
-        stats.labels_asked.value, stats.labels_sent.value = interface.n_asked, interface.recorder.n_sent
+        stats.pairs_asked.value, stats.labels_sent.value = interface.n_asked, interface.recorder.n_sent
         ledger = interface.recorder.ledger
         stats.labels_retracted.value = ledger.n_retracted
         if ledger.n_second != self._n_second_published or ledger.n_retracted != self._n_retracted_published:

@@ -228,7 +228,7 @@ class PreferencePipeline(Pipeline):
             clips_dropped=self._channel.n_dropped if self._channel is not None else 0,
             tail_frames_dropped=self.episode_clips.n_tail_frames_dropped if self.episode_clips is not None else 0,
             predictor_training_step=self._predictor.training_step if self._predictor else None,
-            label_budget=budget, labels_remaining=labels_remaining(budget, shared["labels_asked"]),
+            label_budget=budget, labels_remaining=labels_remaining(budget, shared["pairs_asked"]),
             pairs_answered_twice=n_twice,
             label_agreement=sum(row[3] for row in agreement) / n_twice if n_twice else math.nan,
             agreement=tuple(agreement), **shared)

@@ -38,7 +38,7 @@ class SharedStats:
     def __init__(self, ctx) -> None:
         self.env_steps = ctx.RawValue("q", 0)  # steps of all envs in this session: the label schedule's clock
         self.clips_received = ctx.RawValue("q", 0)
-        self.labels_asked = ctx.RawValue("q", 0)  # pairs the run asked about (answered or skipped)
+        self.pairs_asked = ctx.RawValue("q", 0)  # pairs the run asked about (answered or skipped)
         self.labels_sent = ctx.RawValue("q", 0)  # labels answered in this session
         self.labels_received = ctx.RawValue("q", 0)  # labels the trainer received in this session
         self.run_labels = ctx.RawValue("q", 0)  # labels of the run: a resumed run's earlier ones too, less retracted

@@ -25,7 +25,7 @@ class PipelineStats:
         predictor_training_step: training steps of the reward network in use (None: none yet).
         env_steps: steps of all envs (the label schedule's clock).
         clips_received: clips the interface received.
-        labels_asked: pairs the run asked about, answered or skipped (a resumed run's earlier ones too).
+        pairs_asked: pairs the run asked about, answered or skipped (a resumed run's earlier ones too).
         labels_sent: labels answered in this session.
         labels_received: labels the trainer received in this session.
         run_labels: labels of the run (a resumed run's earlier ones too), not counting those taken back.
@@ -52,7 +52,7 @@ class PipelineStats:
     # The preference interface's and the trainer's counts (None on a Ray runner: its service has them).
     env_steps: int | None = None
     clips_received: int | None = None
-    labels_asked: int | None = None
+    pairs_asked: int | None = None
     labels_sent: int | None = None
     labels_received: int | None = None
     run_labels: int | None = None

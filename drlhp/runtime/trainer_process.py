@@ -167,7 +167,7 @@ class TrainerProcess:
         self.stats.training_steps.value = step  # before a checkpoint: stats() counts the steps taken
 
     def _log(self, evaluation: Evaluation) -> None:
-        asked = self.stats.labels_asked.value
+        asked = self.stats.pairs_asked.value
         self.metrics.write(evaluation, self.store.buffer.n_labels, asked,
                            labels_remaining(self.config.label_budget, asked), len(self.store.buffer.retracted),
                            self.store.agreement)

@@ -545,11 +545,11 @@ def movingdot_sentence(records: list[Record], per_task: dict[str, dict[str, Arm]
 def label_noise_table(root: Path = RESULTS) -> str:
     """The offline measure of a fallible teacher (``benchmarks/label_noise.py``): each task's logged means over the
     seeds, with the lowest and highest, as a table; from the seeds' own rows, on how many a variant's ``r_disc``
-    beat the defaults' of the same seed, the share of random answers it ended up assuming (``noise_p``) and the
-    training pairs its filter left out (``left_out``), lowest and highest."""
+    beat the defaults' of the same seed, the share of random answers it ended up assuming (``noise_p``), and the
+    training pairs its filter left out (``left_out``) and flipped (``flipped``), lowest and highest."""
     lines = ["| task | mistake rate | labels | variant | `r_disc`, mean [lowest, highest] | `r_100`, mean [lowest, "
              "highest] | seeds with `r_disc` above the defaults' | `noise_p`, lowest-highest | pairs left out, "
-             "lowest-highest |", "|---|---|---|---|---|---|---|---|---|"]
+             "lowest-highest | pairs flipped, lowest-highest |", "|---|---|---|---|---|---|---|---|---|---|"]
     summary = re.compile(r"^\s*([\d.]+):(\d+)\s+(\S+)\s+r_disc (\S+) \[(\S+), (\S+)\]\s+r_100 (\S+) \[(\S+), (\S+)\]$")
     for log in sorted(root.glob("*/label_noise/label_noise.log")):
         title = TASKS[log.parent.parent.name].title
@@ -569,9 +569,9 @@ def label_noise_table(root: Path = RESULTS) -> str:
                          f"of {len(own)}")
                 spans = [("—" if not (v := [float(row[k]) for row in own.values() if k in row]) else
                           f"{min(v):g}" if min(v) == max(v) else f"{min(v):g}-{max(v):g}")
-                         for k in ("noise_p", "left_out")]
+                         for k in ("noise_p", "left_out", "flipped")]
                 lines.append(f"| {title} | {rate} | {labels} | {variant} | {r[0]} [{r[1]}, {r[2]}] | "
-                             f"{r[3]} [{r[4]}, {r[5]}] | {above} | {spans[0]} | {spans[1]} |")
+                             f"{r[3]} [{r[4]}, {r[5]}] | {above} | {' | '.join(spans)} |")
     return "\n".join(lines) if len(lines) > 2 else "Not measured yet."
 
 

@@ -192,23 +192,23 @@ def test_the_offline_label_noise_table_is_each_logs_summary(tmp_path):
                    "mean over the seeds [lowest, highest]\n"
                    "       0.3:700             defaults r_disc 0.931 [0.916, 0.945]  r_100 0.917 [0.906, 0.928]\n")
     rows = results_report.label_noise_table(tmp_path).splitlines()[2:]
-    assert rows == ["| Hopper (SAC) | 0.3 | 700 | defaults | 0.931 [0.916, 0.945] | 0.917 [0.906, 0.928] | — | — | — |"]
+    assert rows == ["| Hopper (SAC) | 0.3 | 700 | defaults | 0.931 [0.916, 0.945] | 0.917 [0.906, 0.928] | — | — | — | — |"]
     assert results_report.label_noise_table(tmp_path / "none") == "Not measured yet."
 
 
 def test_the_offline_label_noise_table_counts_the_seeds_a_lever_beat_the_defaults_on(tmp_path):
     log = tmp_path / "hopper_sac" / "label_noise" / "label_noise.log"
     log.parent.mkdir(parents=True)
-    log.write_text("       teacher seed              variant     r_disc  noise_p left_out\n"
-                   "       0.3:700    0             defaults      0.90    0.100        0\n"
-                   "       0.3:700    1             defaults      0.95    0.100        0\n"
-                   "       0.3:700    0     label-filter-0.1      0.93    0.100      102\n"
-                   "       0.3:700    1     label-filter-0.1      0.94    0.100      152\n\n"
+    log.write_text("       teacher seed              variant     r_disc  noise_p left_out  flipped\n"
+                   "       0.3:700    0             defaults      0.90    0.100        0        0\n"
+                   "       0.3:700    1             defaults      0.95    0.100        0        0\n"
+                   "       0.3:700    0     label-filter-0.1      0.93    0.100      102        0\n"
+                   "       0.3:700    1     label-filter-0.1      0.94    0.100      152        0\n\n"
                    "mean over the seeds [lowest, highest]\n"
                    "       0.3:700     label-filter-0.1 r_disc 0.935 [0.930, 0.940]  r_100 0.9 [0.9, 0.9]\n")
     rows = results_report.label_noise_table(tmp_path).splitlines()[2:]
     assert rows == ["| Hopper (SAC) | 0.3 | 700 | label-filter-0.1 | 0.935 [0.930, 0.940] | 0.9 [0.9, 0.9] | 1 of 2 | "
-                    "0.1 | 102-152 |"]
+                    "0.1 | 102-152 | 0 |"]
 
 
 @pytest.mark.parametrize("runs", [1, 2, 3, 4, 5, 6])

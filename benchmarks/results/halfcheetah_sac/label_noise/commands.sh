@@ -4,6 +4,8 @@
 #  --keep-agents --seed 0, commit 9044ec7), recorded with reward_signal.py at commit 2f6b429:
 python benchmarks/reward_signal.py record AGENTS --example halfcheetah_sac --steps 4000 --seed 200 --out labels
 python benchmarks/reward_signal.py record AGENTS --example halfcheetah_sac --steps 2000 --seed 100 --out eval
-# Labels, training (3,000 steps each, one thread) and scores (label_noise.log, its INFO lines left out), at 2f6b429:
+# Labels, training (3,000 steps each, one thread) and scores (label_noise.log, its INFO lines left out), at 2f6b429;
+# the label-flip-0.05, label-flip-0.2 and all variants trained on 2026-12-02 at eac4e13, and every variant scored
+# again then, the earlier trainings reused (--out keeps them):
 python benchmarks/label_noise.py --labels-from labels --eval eval --out ln_hc --teachers 0:200 0.1:200 0.3:700 \
     --seeds 0 1 2 --steps 3000

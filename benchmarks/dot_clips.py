@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from drlhp.clips.segments import Segment
+from drlhp.clips.clip import Clip
 from drlhp.envs.moving_dot import MOVES, MovingDotEnv
 
 LENGTH = 25
@@ -18,7 +18,7 @@ def greedy_action(env: MovingDotEnv, rng: np.random.Generator) -> int:
     return int(rng.choice(better)) if better else 0
 
 
-def clip_stream(n_clips: int, policy: str, random_target: bool, seed: int) -> list[Segment]:
+def clip_stream(n_clips: int, policy: str, random_target: bool, seed: int) -> list[Clip]:
     """``n_clips`` clips of 25 frames in the order a run would see them.
 
     ``policy``: ``"random"``, or ``"learning"`` (epsilon-greedy, epsilon 1 -> 0.1 linearly
@@ -27,7 +27,7 @@ def clip_stream(n_clips: int, policy: str, random_target: bool, seed: int) -> li
     rng = np.random.default_rng(seed)
     env = MovingDotEnv(random_target=random_target)
     env.reset(seed=seed)
-    clips: list[Segment] = []
+    clips: list[Clip] = []
     frames, rewards = [], []
     while len(clips) < n_clips:
         epsilon = 1.0 if policy == "random" else 1.0 - 0.9 * len(clips) / n_clips
@@ -36,7 +36,7 @@ def clip_stream(n_clips: int, policy: str, random_target: bool, seed: int) -> li
         frames.append(obs)
         rewards.append(reward)
         if len(frames) == LENGTH:
-            clips.append(Segment(len(clips), np.stack(frames), np.array(rewards)))
+            clips.append(Clip(len(clips), np.stack(frames), np.array(rewards)))
             frames, rewards = [], []
         if truncated:  # a clip never spans two episodes
             env.reset(seed=int(rng.integers(2 ** 31)))

@@ -243,7 +243,7 @@ def make_labels(policies: str, out: str, n_labels: int, length: int, weights: li
     """Pairs of clips from the recordings (policy ``i`` drawn with probability ``weights[i]``), labelled by a
     synthetic teacher who answers ``mistake_rate`` of them the wrong way round (``drop_ties``: pairs it calls
     equally good are not kept), saved as a database ``drlhp train-reward`` reads."""
-    from drlhp.clips.segments import Segment
+    from drlhp.clips.clip import Clip
     from drlhp.label_store.database import PrefBuffer
     from drlhp.labelling.protocols import SyntheticTeacher
 
@@ -255,12 +255,12 @@ def make_labels(policies: str, out: str, n_labels: int, length: int, weights: li
     clips = [(r, c) for r in recordings for c in r.clips(length)]
     by_policy = [[c for c in clips if c[0] is r] for r in recordings]
     buffer = PrefBuffer(n_labels, 0.2)
-    segments: dict[tuple[str, int], Segment] = {}
+    segments: dict[tuple[str, int], Clip] = {}
 
-    def segment(rec: Recording, span: tuple[int, int]) -> Segment:
+    def segment(rec: Recording, span: tuple[int, int]) -> Clip:
         key = (rec.name, span[0])
         if key not in segments:
-            segments[key] = Segment(len(segments), rec.frames[span[0]:span[1]],
+            segments[key] = Clip(len(segments), rec.frames[span[0]:span[1]],
                                     rec.rewards[span[0]:span[1]].astype(np.float64))
         return segments[key]
 

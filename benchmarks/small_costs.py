@@ -28,8 +28,8 @@ import numpy as np
 import torch
 from measured_envs import make_env
 
+from drlhp.clips.clip import pack_frames, unpack_frames
 from drlhp.clips.frames import frames_to_net_input, infer_frame_spec
-from drlhp.clips.segments import pack_frames, unpack_frames
 from drlhp.reward import layers
 from drlhp.reward.predictor import DEFAULT_ENSEMBLE_SIZE, NetConfig, RewardPredictor, member_input
 

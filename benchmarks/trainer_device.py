@@ -24,8 +24,8 @@ import numpy as np
 import torch
 
 from drlhp import PrefBuffer, PreferenceConfig
+from drlhp.clips.clip import Clip
 from drlhp.clips.frames import infer_frame_spec
-from drlhp.clips.segments import Segment
 from drlhp.reward.learner import Learner
 from drlhp.runtime.settings import learner_config
 
@@ -33,7 +33,7 @@ FRAME_SHAPE, LENGTH, N_SEGMENTS, N_PREFS = (84, 84, 4), 25, 100, 400
 
 
 def synthetic_labels(rng: np.random.Generator) -> PrefBuffer:
-    segments = [Segment(i, rng.integers(0, 256, (LENGTH, *FRAME_SHAPE), dtype=np.uint8), rng.normal(size=LENGTH))
+    segments = [Clip(i, rng.integers(0, 256, (LENGTH, *FRAME_SHAPE), dtype=np.uint8), rng.normal(size=LENGTH))
                 for i in range(N_SEGMENTS)]
     buffer = PrefBuffer(N_PREFS, 0.2)
     for a, b in rng.integers(0, N_SEGMENTS, (N_PREFS, 2)):

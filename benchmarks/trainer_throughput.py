@@ -21,8 +21,8 @@ import torch
 from measured_envs import make_env, one_thread, run_per_env
 
 from drlhp import HumanPreferencesEnvWrapper, PrefBuffer
+from drlhp.clips.clip import Clip
 from drlhp.clips.frames import frames_to_net_input, infer_frame_spec
-from drlhp.clips.segments import Segment
 from drlhp.reward.predictor import NetConfig, build_reward_net, preference_loss, segment_returns
 
 BATCH, LENGTH, N_SEGMENTS, N_PREFS = 16, 25, 200, 600
@@ -30,8 +30,8 @@ SAME_AS_BARE = dict(ensemble_size=1, reward_predictor_batch_size=BATCH, reward_p
                     reward_predictor_dropout=0.5, noise_prob=0.0, adaptive_l2=False, reward_predictor_weight_decay=0.0)
 
 
-def random_segments(shape, rng) -> list[Segment]:
-    return [Segment(i, rng.integers(0, 256, (LENGTH, *shape), dtype=np.uint8), rng.normal(size=LENGTH))
+def random_segments(shape, rng) -> list[Clip]:
+    return [Clip(i, rng.integers(0, 256, (LENGTH, *shape), dtype=np.uint8), rng.normal(size=LENGTH))
             for i in range(N_SEGMENTS)]
 
 

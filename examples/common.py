@@ -44,7 +44,7 @@ from standardised_reward import standardise_rewards
 from drlhp import SyntheticTeacher
 from drlhp.cli.setting_flags import add_setting_flag
 from drlhp.config import PreferenceConfig, setting_field
-from drlhp.errors import ConfigError, WriteError
+from drlhp.errors import ConfigError, MissingExtraError, WriteError
 from drlhp.learning_curve import LearningCurveWriter, learning_curve_path, next_session
 from drlhp.sb3 import HumanPreferencesLogger, HumanPreferencesVecEnvWrapper, RelabelReplayBuffer
 from drlhp.storage.files import prepare_log_dir, writing
@@ -164,7 +164,7 @@ def parse_args(description: str, **defaults) -> Args:
                      "--true-reward")
     try:  # every drlhp setting checked now, not after the envs are made (whether log_dir can resume: later)
         PreferenceConfig(**{**wrapper_settings(args), "resume": False})
-    except ConfigError as e:
+    except (ConfigError, MissingExtraError) as e:
         parser.error(f"drlhp's settings: {e}")
     return args
 

@@ -3,14 +3,14 @@ labels are gone, how often two labellers agree."""
 import numpy as np
 import pytest
 
-from drlhp.clips.segments import Segment
+from drlhp.clips.clip import Clip
 from drlhp.errors import NothingToUndo
 from drlhp.label_store.agreement import Agreement
 from drlhp.labelling.ledger import AnswerLedger, Recorded
 
 
 def answer(seq: int, labeller: str, label: float = 1.0, second: bool = False) -> Recorded:
-    clip = Segment(seq, np.zeros((2, 4, 4), np.uint8), np.zeros(2))
+    clip = Clip(seq, np.zeros((2, 4, 4), np.uint8), np.zeros(2))
     return Recorded(seq, clip, clip, labeller, label, second)
 
 

@@ -6,8 +6,8 @@ from conftest import FAST, FakePixelEnv, step_until
 
 from drlhp import HumanPreferencesEnvWrapper, PrefBuffer
 from drlhp.cli.offline import train_reward
+from drlhp.clips.clip import Clip
 from drlhp.clips.frames import frames_to_net_input, infer_frame_spec
-from drlhp.clips.segments import Segment
 from drlhp.reward.augment import random_shift, temporal_crop
 from drlhp.reward.optimiser import Augmentation, RewardOptimiser, pseudo_labels
 from drlhp.reward.predictor import NetConfig, RewardPredictor
@@ -117,7 +117,7 @@ def test_train_reward_takes_the_levers_and_leaves_the_labels_alone(tmp_path):
     rng = np.random.default_rng(2)
     buffer = PrefBuffer(100, 0.2)
     for i in range(20):
-        a, b = (Segment(2 * i + k, rng.integers(0, 256, (5, 16, 16, 1), dtype=np.uint8), rng.random(5))
+        a, b = (Clip(2 * i + k, rng.integers(0, 256, (5, 16, 16, 1), dtype=np.uint8), rng.random(5))
                 for k in (0, 1))
         buffer.add(a, b, float(a.true_return > b.true_return))
     buffer.save(str(tmp_path / "prefs"))

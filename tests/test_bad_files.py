@@ -25,8 +25,8 @@ from conftest import FAST, FakePixelEnv
 
 from drlhp import CheckpointFormatError, DrlhpError, HumanPreferencesEnvWrapper, PrefBuffer, PrefDBFormatError
 from drlhp.cli.main import main as drlhp_command
+from drlhp.clips.clip import Clip, pack
 from drlhp.clips.frames import infer_frame_spec
-from drlhp.clips.segments import Segment, pack
 from drlhp.label_store.database import PrefDB
 from drlhp.reward.predictor import NetConfig, RewardPredictor
 from drlhp.storage.layout import CHECKPOINT_DIRNAME, CHECKPOINT_FILENAME, LogDir
@@ -64,7 +64,7 @@ def labels_dir(path) -> str:
     rng = np.random.default_rng(0)
     buffer = PrefBuffer(100, 0.2)
     for i in range(10):
-        a, b = (Segment(2 * i + k, rng.integers(0, 256, (FAST["segment_length"], *FRAME.shape), dtype=np.uint8),
+        a, b = (Clip(2 * i + k, rng.integers(0, 256, (FAST["segment_length"], *FRAME.shape), dtype=np.uint8),
                         rng.random(FAST["segment_length"])) for k in (0, 1))
         buffer.add(a, b, float(a.true_return > b.true_return))
     buffer.save(str(path))
@@ -244,7 +244,7 @@ def test_an_optimiser_state_valid_but_for_an_object_is_refused_on_resume_and_run
 def test_a_journal_record_of_objects_ends_the_replay_with_a_warning_and_runs_nothing(tmp_path, dtype, caplog):
     from drlhp.label_store.journal import JournalWriter, _record  # _record: the journal's framing, for a crafted record
 
-    good = [pack(Segment(i, np.zeros((FAST["segment_length"], *FRAME.shape), np.uint8),
+    good = [pack(Clip(i, np.zeros((FAST["segment_length"], *FRAME.shape), np.uint8),
                          np.zeros(FAST["segment_length"]))) for i in (0, 1)]
     writer = JournalWriter(str(tmp_path), lambda: 0, instructions="Which is better?", val_fraction=0.2)
     writer.append(0, good[0], good[1], 1.0, "alice")

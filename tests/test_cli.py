@@ -135,9 +135,9 @@ def test_collect_on_the_web_page_saves_what_the_labeller_answered(tmp_path):
 
 def test_show_prefs_summary_names_the_instructions_retractions_and_agreement(tmp_path):
     from drlhp.cli.show_prefs import answers, load, summary
-    from drlhp.clips.segments import Segment
+    from drlhp.clips.clip import Clip
 
-    segs = [Segment(i, np.full((3, 8, 8), 40 * i, np.uint8), np.zeros(3)) for i in range(6)]
+    segs = [Clip(i, np.full((3, 8, 8), 40 * i, np.uint8), np.zeros(3)) for i in range(6)]
     buffer = PrefBuffer(100, 0.2)
     buffer.instructions = "Which dot gets nearer the target?"
     for i in range(5):

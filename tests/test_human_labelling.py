@@ -215,9 +215,9 @@ def test_a_vector_env_asks_in_one_window_and_one_prompt(tmp_path, screen_and_ter
 
 def _small_db(tmp_path) -> None:
     from drlhp import PrefBuffer
-    from drlhp.clips.segments import Segment
+    from drlhp.clips.clip import Clip
 
-    segs = [Segment(i, np.full((3, 8, 8), 40 * i, np.uint8), np.zeros(3)) for i in range(4)]
+    segs = [Clip(i, np.full((3, 8, 8), 40 * i, np.uint8), np.zeros(3)) for i in range(4)]
     buffer = PrefBuffer(10, 0.2)
     for (a, b), label in zip([(0, 1), (1, 2), (2, 3), (0, 3), (1, 3)], [1.0, 0.0, 0.5, 1.0, 0.0]):
         buffer.add(segs[a], segs[b], label)

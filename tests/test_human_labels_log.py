@@ -6,7 +6,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from drlhp.clips.segments import Segment
+from drlhp.clips.clip import Clip
 from drlhp.labelling.answers import Answer
 from drlhp.labelling.human import TERMINAL_LABELLER, HumanLabeller
 from drlhp.labelling.web.labeller import WebLabeller
@@ -14,8 +14,8 @@ from drlhp.storage.layout import HUMAN_LABELS_FILENAME
 from drlhp.storage.run_dir import HUMAN_LABEL_COLUMNS, log_human_label
 
 
-def clip(seg_id: int) -> Segment:
-    return Segment(seg_id, np.zeros((3, 8, 8, 1), np.uint8), np.zeros(3))
+def clip(clip_id: int) -> Clip:
+    return Clip(clip_id, np.zeros((3, 8, 8, 1), np.uint8), np.zeros(3))
 
 
 def test_a_run_labelled_in_the_terminal_then_resumed_in_a_browser_writes_one_csv_schema(tmp_path):

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from drlhp import PrefBuffer
-from drlhp.clips.segments import Segment, pack
+from drlhp.clips.clip import Clip, pack
 from drlhp.label_store.journal import (
     JournalLabel,
     JournalRetraction,
@@ -26,7 +26,7 @@ from drlhp.storage.layout import LogDir
 
 def clips(n, shape=(3, 6, 6, 1), seed=0):
     rng = np.random.default_rng(seed)
-    return [pack(Segment(i, rng.integers(0, 256, shape, dtype=np.uint8), rng.normal(size=shape[0]), i // 4, i % 2))
+    return [pack(Clip(i, rng.integers(0, 256, shape, dtype=np.uint8), rng.normal(size=shape[0]), i // 4, i % 2))
             for i in range(n)]
 
 
@@ -49,11 +49,11 @@ def test_labels_and_their_clips_read_back_exactly(tmp_path):
     writer.close()
     records = list(read_journal(str(tmp_path)))
     assert all(isinstance(r, JournalLabel) for r in records)
-    assert [(r.seq, r.a.seg_id, r.b.seg_id, r.label, r.labeller) for r in records] == [
+    assert [(r.seq, r.a.clip_id, r.b.clip_id, r.label, r.labeller) for r in records] == [
         (0, 0, 1, 1.0, "HumanLabeller"), (1, 1, 2, 0.5, "HumanLabeller"), (2, 3, 0, 0.0, "SyntheticLabeller")]
     for r in records:
         for got in (r.a, r.b):
-            want = segs[got.seg_id]
+            want = segs[got.clip_id]
             assert np.array_equal(got.frames, want.frames) and np.array_equal(got.rewards, want.rewards)
             assert (got.episode, got.env_index) == (want.episode, want.env_index)
     # Each clip is written once per file: 4 clips, not 6.
@@ -227,7 +227,7 @@ def test_a_journal_written_before_retractions_and_second_answers_still_reads(tmp
     with open(os.path.join(LogDir(str(tmp_path)).journal_dir, "000000000000.journal"), "wb") as f:
         f.write(data)
     records = list(read_journal(str(tmp_path)))
-    assert [(r.seq, r.a.seg_id, r.b.seg_id, r.label, r.labeller, r.seconds) for r in records] == [
+    assert [(r.seq, r.a.clip_id, r.b.clip_id, r.label, r.labeller, r.seconds) for r in records] == [
         (0, 0, 1, 1.0, "x", None), (1, 1, 2, 0.5, "web:al", 3.25)]
     assert np.array_equal(records[1].b.frames, frames[2]) and np.array_equal(records[1].b.rewards, rewards[2])
     buffer = PrefBuffer.load_all(str(tmp_path))

@@ -7,7 +7,7 @@ import pytest
 import torch
 from test_learner import FEATURES, LENGTH, settings
 
-from drlhp.clips.segments import Segment
+from drlhp.clips.clip import Clip
 from drlhp.label_store.database import PrefBuffer
 from drlhp.reward.label_noise import LabelFilter, estimate_noise_prob
 from drlhp.reward.learner import Learner
@@ -35,11 +35,11 @@ def noisy_labels(n_pairs: int, mistake_rate: float, seed: int) -> tuple[PrefBuff
     rng = np.random.default_rng(seed)
     buffer, wrong = PrefBuffer(10_000, 0.25), set()
     for i in range(n_pairs):
-        a, b = (Segment(2 * i + k, rng.normal(size=(LENGTH, FEATURES)).astype(np.float32), np.zeros(LENGTH))
+        a, b = (Clip(2 * i + k, rng.normal(size=(LENGTH, FEATURES)).astype(np.float32), np.zeros(LENGTH))
                 for k in (0, 1))
         label = float(a.frames[:, 0].sum() > b.frames[:, 0].sum())
         if rng.random() < mistake_rate:
-            label, _ = 1.0 - label, wrong.add((a.seg_id, b.seg_id))
+            label, _ = 1.0 - label, wrong.add((a.clip_id, b.clip_id))
         buffer.add(a, b, label)
     return buffer, wrong
 

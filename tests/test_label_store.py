@@ -7,21 +7,21 @@ import logging
 import numpy as np
 import pytest
 
+from drlhp.clips.clip import Clip, pack
 from drlhp.clips.frames import infer_frame_spec
-from drlhp.clips.segments import Segment, pack
 from drlhp.errors import LogDirHasLabelsError
 from drlhp.label_store.database import PrefBuffer
 from drlhp.label_store.journal import JournalWriter, read_journal
 from drlhp.label_store.store import MIN_LABELS_PER_SNAPSHOT, LabelStore, LabelStoreConfig
-from drlhp.label_store.stream import ForgetSegment, Preference, Retraction, SecondAnswer, SegmentData
+from drlhp.label_store.stream import ClipData, ForgetClip, Preference, Retraction, SecondAnswer
 from drlhp.storage.layout import LogDir
 
 LENGTH = 3
 SPEC = infer_frame_spec(np.zeros((4, 4, 1), np.uint8))
 
 
-def clip(i: int) -> Segment:
-    return Segment(i, np.full((LENGTH, 4, 4, 1), i % 256, np.uint8), np.full(LENGTH, float(i)))
+def clip(i: int) -> Clip:
+    return Clip(i, np.full((LENGTH, 4, 4, 1), i % 256, np.uint8), np.full(LENGTH, float(i)))
 
 
 def store(log_dir, **changes) -> LabelStore:
@@ -36,8 +36,8 @@ def label(s: LabelStore, seq: int, journal: JournalWriter | None = None) -> None
     a, b = pack(clip(2 * seq)), pack(clip(2 * seq + 1))
     if journal is not None:
         journal.append(seq, a, b, 1.0, "test")
-    for record in (SegmentData(a), SegmentData(b), Preference(a.seg_id, b.seg_id, 1.0, seq, "test"),
-                   ForgetSegment(a.seg_id)):
+    for record in (ClipData(a), ClipData(b), Preference(a.clip_id, b.clip_id, 1.0, seq, "test"),
+                   ForgetClip(a.clip_id)):
         s.add(record)
 
 
@@ -46,7 +46,7 @@ def test_the_stream_becomes_labelled_pairs_split_by_their_number(tmp_path):
     for seq in range(10):
         label(s, seq)
     assert (len(s.buffer.train_db), len(s.buffer.val_db), s.n_labels, s.n_unsaved) == (8, 2, 10, 10)
-    assert (s.next_seq, s.next_seg_id) == (10, 20)
+    assert (s.next_seq, s.next_clip_id) == (10, 20)
     a, b, value = s.buffer.train_db.prefs[0]
     assert (a, b, value) == (0, 1, 1.0) and s.buffer.train_db.labellers[0] == "test"
     with pytest.raises(TypeError, match="not a label record"):
@@ -79,7 +79,7 @@ def test_a_resumed_run_replays_its_snapshot_and_journal_and_the_journal_is_retra
     assert [r.seq for r in read_journal(str(tmp_path))] == [5, 6, 7]  # the files the snapshot covers are gone
 
     resumed = store(tmp_path, resume=True)
-    assert resumed.next_seq == 8 and resumed.n_labels == 8 and resumed.next_seg_id == 16
+    assert resumed.next_seq == 8 and resumed.n_labels == 8 and resumed.next_clip_id == 16
     assert sorted(p[:2] for p in [*resumed.buffer.train_db.prefs, *resumed.buffer.val_db.prefs]) == \
         [(2 * i, 2 * i + 1) for i in range(8)]
     # The resumed run wrote one snapshot with all of them and retracted the journal.

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from drlhp import SyntheticTeacher
-from drlhp.clips.segments import Segment
+from drlhp.clips.clip import Clip
 from drlhp.labelling.protocols import SyntheticLabeller
 
 
@@ -19,7 +19,7 @@ def test_the_default_teacher_is_todays_deterministic_rule():
     assert answers(t, [1, 1], [1, 0], 5) == [1.0] * 5
     assert answers(t, [0, 0], [0, 1], 5) == [0.0] * 5
     assert answers(t, [1, 0], [0, 1], 5) == [0.5] * 5
-    seg = lambda i, r: Segment(i, np.zeros((2, 4, 4, 1), np.uint8), np.asarray(r, float))  # noqa: E731
+    seg = lambda i, r: Clip(i, np.zeros((2, 4, 4, 1), np.uint8), np.asarray(r, float))  # noqa: E731
     assert SyntheticLabeller().label(seg(0, [1, 1]), seg(1, [0, 1])) == 1.0
 
 

@@ -7,8 +7,8 @@ import pytest
 import torch
 from conftest import assert_same_in_float32
 
+from drlhp.clips.clip import Clip
 from drlhp.clips.frames import infer_frame_spec
-from drlhp.clips.segments import Segment
 from drlhp.label_store.database import PrefBuffer
 from drlhp.reward.augment import NO_AUGMENTATION
 from drlhp.reward.learner import Learner, LearnerConfig, fit_normaliser
@@ -25,7 +25,7 @@ def labelled(n_pairs: int, seed: int) -> PrefBuffer:
     rng = np.random.default_rng(seed)
     buffer = PrefBuffer(10_000, 0.25)
     for i in range(n_pairs):
-        a, b = (Segment(2 * i + k, rng.normal(size=(LENGTH, FEATURES)).astype(np.float32), np.zeros(LENGTH))
+        a, b = (Clip(2 * i + k, rng.normal(size=(LENGTH, FEATURES)).astype(np.float32), np.zeros(LENGTH))
                 for k in (0, 1))
         buffer.add(a, b, float(a.frames[:, 0].sum() > b.frames[:, 0].sum()))
     return buffer
@@ -132,7 +132,7 @@ def test_train_reward_with_a_seed_starts_from_the_same_weights_each_time(tmp_pat
     rng = np.random.default_rng(0)
     buffer = PrefBuffer(100, 0.2)
     for i in range(10):
-        a, b = (Segment(2 * i + k, rng.integers(0, 256, (5, 16, 16, 1), dtype=np.uint8), rng.random(5)) for k in (0, 1))
+        a, b = (Clip(2 * i + k, rng.integers(0, 256, (5, 16, 16, 1), dtype=np.uint8), rng.random(5)) for k in (0, 1))
         buffer.add(a, b, float(a.true_return > b.true_return))
     buffer.save(str(tmp_path / "prefs"))
 
@@ -178,7 +178,7 @@ def test_the_normaliser_unpacks_no_more_clips_at_a_time_than_a_forward_batch_tak
     rng = np.random.default_rng(3)
     buffer = PrefBuffer(100, 0.0)
     for i in range(30):  # clips of 25 frames (Pong's length): 8 to a forward batch of 200 frames
-        a, b = (Segment(2 * i + k, rng.normal(size=(25, FEATURES)).astype(np.float32), np.zeros(25)) for k in (0, 1))
+        a, b = (Clip(2 * i + k, rng.normal(size=(25, FEATURES)).astype(np.float32), np.zeros(25)) for k in (0, 1))
         buffer.add(a, b, 1.0)
     predictor = RewardPredictor(NetConfig(SPEC, dropout=0.0))
     unpacked = []  # frames handed to the network at once

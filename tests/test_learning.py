@@ -7,9 +7,9 @@ from scipy.stats import spearmanr
 
 import drlhp  # noqa: F401  (registers drlhp/MovingDot-v0)
 from drlhp import PrefDB
-from drlhp.clips.cutting import SegmentBuilder
+from drlhp.clips.clip import Clip
+from drlhp.clips.cutting import ClipBuilder
 from drlhp.clips.frames import infer_frame_spec
-from drlhp.clips.segments import Segment
 from drlhp.labelling.protocols import SyntheticLabeller
 from drlhp.reward.optimiser import RewardOptimiser
 from drlhp.reward.predictor import ARCHS, NetConfig, RewardPredictor
@@ -18,13 +18,13 @@ from drlhp.reward.predictor import ARCHS, NetConfig, RewardPredictor
 def random_segments(env, n, length, seed):
     rng = np.random.default_rng(seed)
     obs, _ = env.reset(seed=seed)
-    builder = SegmentBuilder(infer_frame_spec(obs), length)
+    builder = ClipBuilder(infer_frame_spec(obs), length)
     out = []
     while len(out) < n:
         obs, reward, terminated, truncated, _ = env.step(int(rng.integers(env.action_space.n)))
         done = builder.add(obs, reward)
         if done is not None:
-            out.append(Segment(seed * 10_000 + len(out), done[0].copy(), done[1].copy()))
+            out.append(Clip(seed * 10_000 + len(out), done[0].copy(), done[1].copy()))
         if terminated or truncated:
             builder.end_episode()
             env.reset()

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from drlhp.clips.segments import Segment
+from drlhp.clips.clip import Clip
 from drlhp.labelling.interface import PrefInterface, PrefInterfaceConfig
 from drlhp.labelling.pair_selection import DisagreementScorer, preference_disagreement
 from drlhp.reward.optimiser import L2_FACTOR, adapted_l2
@@ -21,7 +21,7 @@ class MemberColumns:
 
 
 def seg(i, per_member):
-    return Segment(i, np.tile(np.asarray(per_member, np.float32), (5, 1)), np.zeros(5))
+    return Clip(i, np.tile(np.asarray(per_member, np.float32), (5, 1)), np.zeros(5))
 
 
 def scorer_with(predictor, max_new_per_pick=8):
@@ -52,7 +52,7 @@ def test_the_interface_asks_about_the_pair_the_members_disagree_on_most():
     interface.add_segment(seg(11, [0, 0, 0]))
     scorer.poll = lambda: None
     a, b = interface.chooser.pick()
-    assert 10 in (a.seg_id, b.seg_id)
+    assert 10 in (a.clip_id, b.clip_id)
 
 
 def test_a_pick_evaluates_only_a_few_new_clips():

@@ -7,12 +7,12 @@ import numpy as np
 import pytest
 
 from drlhp import PrefBuffer, PrefDB, PrefDBFormatError
-from drlhp.clips.segments import Segment
+from drlhp.clips.clip import Clip
 from drlhp.errors import LAST_TO_CONVERT
 
 
 def seg(i, length=4, shape=(5, 5, 1)):
-    return Segment(i, np.full((length, *shape), i % 256, np.uint8), np.arange(length, dtype=np.float64) + i)
+    return Clip(i, np.full((length, *shape), i % 256, np.uint8), np.arange(length, dtype=np.float64) + i)
 
 
 def test_fifo_eviction_and_segments_stored_once():
@@ -117,18 +117,18 @@ def test_buffer_load_names_the_missing_file(tmp_path):
 
 
 def test_clips_are_held_compressed_and_unpack_exactly():
-    from drlhp.clips.segments import PackedSegment, Segment
+    from drlhp.clips.clip import Clip, PackedClip
 
     frames = np.zeros((25, 84, 84, 4), np.uint8)
     frames[:, 40:44, 10:14] = np.arange(25)[:, None, None, None]  # a moving-ish blob on a plain screen
-    seg = Segment(7, frames, np.arange(25.0), episode=3, env_index=2)
-    packed = PackedSegment(seg)
+    seg = Clip(7, frames, np.arange(25.0), episode=3, env_index=2)
+    packed = PackedClip(seg)
     assert np.array_equal(packed.frames, frames) and packed.frames.dtype == np.uint8
-    assert (packed.seg_id, packed.episode, packed.env_index, packed.true_return) == (7, 3, 2, seg.true_return)
+    assert (packed.clip_id, packed.episode, packed.env_index, packed.true_return) == (7, 3, 2, seg.true_return)
     assert packed.nbytes < frames.nbytes / 50
     db = PrefDB(10)
-    db.append(seg, Segment(8, frames[::-1].copy(), np.zeros(25)), 1.0)
-    assert isinstance(db.segments[7], PackedSegment)
+    db.append(seg, Clip(8, frames[::-1].copy(), np.zeros(25)), 1.0)
+    assert isinstance(db.segments[7], PackedClip)
     frames_a, frames_b, labels = db.batch(np.array([0]))
     assert np.array_equal(frames_a[0], frames) and np.array_equal(frames_b[0], frames[::-1]) and labels[0] == 1.0
 

@@ -3,14 +3,14 @@ import queue
 import numpy as np
 import pytest
 
-from drlhp.clips.segments import Segment
-from drlhp.label_store.stream import ForgetSegment, Preference, SegmentData
+from drlhp.clips.clip import Clip
+from drlhp.label_store.stream import ClipData, ForgetClip, Preference
 from drlhp.labelling.interface import PrefInterface, PrefInterfaceConfig
 from drlhp.labelling.protocols import SyntheticLabeller
 
 
 def seg(i, ret):
-    return Segment(i, np.full((2, 3, 3), i, np.uint8), np.array([ret / 2, ret / 2]))
+    return Clip(i, np.full((2, 3, 3), i, np.uint8), np.array([ret / 2, ret / 2]))
 
 
 def test_synthetic_labeller_prefers_the_larger_true_return():
@@ -27,8 +27,8 @@ def test_pairs_are_distinct_and_never_repeated():
     seen = set()
     while (pair := iface.chooser.pick()) is not None:
         a, b = pair
-        assert a.seg_id != b.seg_id
-        key = frozenset((a.seg_id, b.seg_id))
+        assert a.clip_id != b.clip_id
+        key = frozenset((a.clip_id, b.clip_id))
         assert key not in seen
         seen.add(key)
         iface.ask(a, b)
@@ -44,11 +44,11 @@ def test_segments_travel_once_and_are_forgotten_when_they_leave_the_buffer():
     iface.ask(iface.chooser.segments[0], iface.chooser.segments[2])
     iface.add_segment(seg(3, 3))  # evicts segment 0
     msgs = [out.get_nowait() for _ in range(out.qsize())]
-    sent = [m.segment.seg_id for m in msgs if isinstance(m, SegmentData)]
+    sent = [m.segment.clip_id for m in msgs if isinstance(m, ClipData)]
     assert sent == [0, 1, 2]  # 0 was in two pairs but sent once
     assert [m for m in msgs if isinstance(m, Preference)] == [Preference(0, 1, 0.0, 0, "SyntheticLabeller"),
                                                              Preference(0, 2, 0.0, 1, "SyntheticLabeller")]
-    assert msgs[-1] == ForgetSegment(0)
+    assert msgs[-1] == ForgetClip(0)
 
 
 def test_a_label_for_clips_that_left_the_buffer_while_their_pair_was_out_sends_them_then_forgets_them():
@@ -63,8 +63,8 @@ def test_a_label_for_clips_that_left_the_buffer_while_their_pair_was_out_sends_t
     assert iface.n_asked == 1 and iface.chooser.pick() is not None
     iface.record(a, b, 1.0, "web:alice")
     msgs = [out.get_nowait() for _ in range(out.qsize())]
-    assert all(isinstance(m, SegmentData) for m in msgs[:2]) and [m.segment.seg_id for m in msgs[:2]] == [0, 1]
-    assert msgs[2:] == [Preference(0, 1, 1.0, 0, "web:alice"), ForgetSegment(0), ForgetSegment(1)]
+    assert all(isinstance(m, ClipData) for m in msgs[:2]) and [m.segment.clip_id for m in msgs[:2]] == [0, 1]
+    assert msgs[2:] == [Preference(0, 1, 1.0, 0, "web:alice"), ForgetClip(0), ForgetClip(1)]
 
 
 def test_incomparable_answers_record_nothing_and_are_not_asked_again():
@@ -95,10 +95,10 @@ def test_episode_tracker_follows_each_env_apart_when_their_segments_interleave()
 
     tracker = EpisodeTracker(max_segments=10)
     frames, rewards = np.zeros((2, 3, 3), np.uint8), np.zeros(2)
-    # (seg_id, episode, env): env 0 plays episode 0 then 2; env 1 plays episode 1 throughout.
+    # (clip_id, episode, env): env 0 plays episode 0 then 2; env 1 plays episode 1 throughout.
     arrivals = [(0, 0, 0), (1, 1, 1), (2, 0, 0), (3, 1, 1), (4, 2, 0), (5, 1, 1)]
-    finished = [tracker.add(Segment(i, frames, rewards, episode, env)) for i, episode, env in arrivals]
-    assert [None if f is None else [s.seg_id for s in f] for f in finished] == [None, None, None, None, [0, 2], None]
+    finished = [tracker.add(Clip(i, frames, rewards, episode, env)) for i, episode, env in arrivals]
+    assert [None if f is None else [s.clip_id for s in f] for f in finished] == [None, None, None, None, [0, 2], None]
 
 
 def test_the_interface_asks_as_the_schedule_allows_and_journals_each_label_before_sending_it(tmp_path):
@@ -123,7 +123,7 @@ def test_the_interface_asks_as_the_schedule_allows_and_journals_each_label_befor
         iface.step(env_steps=50)  # half the horizon: half the other 7 labels
     assert iface.n_asked == 3 + 3
     for label in labels:  # each from the true returns
-        assert label.label == (1.0 if label.seg_id_a > label.seg_id_b else 0.0)
+        assert label.label == (1.0 if label.clip_id_a > label.clip_id_b else 0.0)
     iface.close()
 
 
@@ -185,7 +185,7 @@ def test_a_labeller_that_shows_episodes_is_shown_each_one_as_it_ends():
     iface = PrefInterface(PrefInterfaceConfig(max_segs=10, seed=0), watcher, queue.Queue())
     frames, rewards = np.zeros((2, 3, 3), np.uint8), np.zeros(2)
     for i, episode in enumerate([0, 0, 0, 1]):
-        iface.receive(Segment(i, frames, rewards, episode, 0))
+        iface.receive(Clip(i, frames, rewards, episode, 0))
     assert watcher.episodes == [6]  # episode 0's three clips of two frames, once episode 1 began
 
 
@@ -214,7 +214,7 @@ def test_a_users_own_labeller_meets_the_labeller_protocol_and_nothing_more_is_as
     iface = PrefInterface(PrefInterfaceConfig(max_segs=10, seed=0), mine, out)
     assert not iface.concurrent
     for i, episode in enumerate([0, 0, 1, 1]):  # an episode ends: nothing to show it to, no error
-        iface.receive(Segment(i, np.zeros((2, 3, 3), np.uint8), np.full(2, float(i)), episode, 0))
+        iface.receive(Clip(i, np.zeros((2, 3, 3), np.uint8), np.full(2, float(i)), episode, 0))
         iface.step(env_steps=i)
     labels = [m for m in out.queue if isinstance(m, Preference)]
     assert len(labels) == 3 and all(m.labeller == "LongerClipWins" and m.seconds is None for m in labels)

@@ -198,6 +198,6 @@ def test_journal_and_snapshot_agree_after_2000_synthetic_labels(tmp_path):
     index = {seq: (db, i) for db in (buffer.train_db, buffer.val_db) for i, seq in enumerate(per_db[id(db)])}
     for r in records:
         db, i = index[r.seq]
-        assert db.prefs[i] == (r.a.seg_id, r.b.seg_id, r.label)
+        assert db.prefs[i] == (r.a.clip_id, r.b.clip_id, r.label)
         for clip in (r.a, r.b):
-            assert np.array_equal(db.segments[clip.seg_id].frames, clip.frames)
+            assert np.array_equal(db.segments[clip.clip_id].frames, clip.frames)

@@ -11,7 +11,7 @@ import pytest
 from conftest import FakePixelEnv, labels_by_seq, wait_for
 
 from drlhp import HumanPreferencesEnvWrapper
-from drlhp.clips.segments import Segment
+from drlhp.clips.clip import Clip
 from drlhp.errors import ConfigError, NothingToUndo
 from drlhp.label_store.database import PrefBuffer
 from drlhp.label_store.journal import JournalWriter
@@ -20,8 +20,8 @@ from drlhp.labelling.interface import PrefInterface, PrefInterfaceConfig
 from drlhp.labelling.protocols import UNDO, SyntheticLabeller, SyntheticTeacher
 
 
-def seg(i: int, ret: float) -> Segment:
-    return Segment(i, np.full((2, 3, 3), i % 256, np.uint8), np.array([ret / 2, ret / 2]))
+def seg(i: int, ret: float) -> Clip:
+    return Clip(i, np.full((2, 3, 3), i % 256, np.uint8), np.array([ret / 2, ret / 2]))
 
 
 class Scripted:
@@ -33,7 +33,7 @@ class Scripted:
         self.answers, self.shown = list(answers), []
 
     def label(self, a, b):
-        self.shown.append((a.seg_id, b.seg_id))
+        self.shown.append((a.clip_id, b.clip_id))
         return self.answers.pop(0)
 
     def close(self):
@@ -78,8 +78,8 @@ def test_undo_goes_back_to_the_limit_and_no_further():
     with pytest.raises(NothingToUndo):
         iface.retract_last("someone else")  # nobody takes back another labeller's answers
     assert iface.n_asked == 1
-    unasked = {frozenset((a.seg_id, b.seg_id)) for a, b in iface.chooser.candidate_pairs(100)}
-    assert {frozenset((a.seg_id, b.seg_id)) for a, b in asked[1:]} <= unasked  # taken back: may be asked again
+    unasked = {frozenset((a.clip_id, b.clip_id)) for a, b in iface.chooser.candidate_pairs(100)}
+    assert {frozenset((a.clip_id, b.clip_id)) for a, b in asked[1:]} <= unasked  # taken back: may be asked again
 
 
 def test_an_undo_with_nothing_to_take_back_asks_the_pair_on_screen_again_and_loses_nothing():
@@ -110,8 +110,8 @@ def test_two_teachers_agree_as_often_as_their_mistake_rates_say():
     assert {r.labeller for r in seconds} | {r.labeller for r in firsts.values()} == {"synthetic:careful",
                                                                                      "synthetic:hasty"}
     assert all(firsts[r.seq].labeller != r.labeller for r in seconds)  # a second opinion is someone else's
-    returns = {s.seg_id: s.rewards.sum() for s in iface.chooser.segments.values()}
-    ties = np.mean([returns[f.seg_id_a] == returns[f.seg_id_b] for f in firsts.values()])
+    returns = {s.clip_id: s.rewards.sum() for s in iface.chooser.segments.values()}
+    ties = np.mean([returns[f.clip_id_a] == returns[f.clip_id_b] for f in firsts.values()])
     implied = ties + (1 - ties) * 0.7
     (a, b, n, same, rate), = iface.recorder.ledger.agreement.rows()
     assert (a, b, n) == ("synthetic:careful", "synthetic:hasty", 2000)

@@ -26,8 +26,8 @@ from drlhp import (  # noqa: E402
     PrefBuffer,  # noqa: E402
     PreferenceConfig,
 )
+from drlhp.clips.clip import Clip  # noqa: E402
 from drlhp.clips.frames import infer_frame_spec  # noqa: E402
-from drlhp.clips.segments import Segment  # noqa: E402
 from drlhp.labelling.answers import TakeBack  # noqa: E402
 from drlhp.labelling.web.labeller import WebConfig, WebLabeller  # noqa: E402
 from drlhp.labelling.web.server import MAX_BODY_BYTES  # noqa: E402
@@ -62,7 +62,7 @@ def served():
     spec = infer_frame_spec(np.zeros((8, 8, 3), np.uint8))
     labeller = WebLabeller(page_settings(spec, 0))
     frames = [np.full((3, 8, 8, 3), i * 40, np.uint8) for i in range(4)]
-    segs = [Segment(i, frames[i], np.zeros(3)) for i in range(4)]
+    segs = [Clip(i, frames[i], np.zeros(3)) for i in range(4)]
     labeller.offer(segs[0], segs[1])
     labeller.offer(segs[2], segs[3])
     recorded, stop = [], threading.Event()
@@ -75,7 +75,7 @@ def served():
                     recorded.append(("undo", event.answer.pair_id, event.answer.labeller))
                 else:
                     event.seq, seq = seq, seq + 1
-                    recorded.append((event.a.seg_id, event.b.seg_id, event.label, event.labeller))
+                    recorded.append((event.a.clip_id, event.b.clip_id, event.label, event.labeller))
                 labeller.acknowledge(event)
 
     thread = threading.Thread(target=interface, daemon=True)
@@ -174,7 +174,7 @@ def test_undo_takes_back_your_latest_answer_once_and_bad_undos_get_4xx(served):
     assert again["mine"] == 0 and again["undo"] is None
     status, second, _ = http(undo, {"pair": pair["pair"], "name": "alice"}, headers=AUTH)
     assert status == 200 and json.loads(second)["duplicate"] is True  # sent twice: taken back once
-    labeller.offer(*(Segment(i, np.full((3, 8, 8, 3), i, np.uint8), np.zeros(3)) for i in (8, 9)))  # bob's
+    labeller.offer(*(Clip(i, np.full((3, 8, 8, 3), i, np.uint8), np.zeros(3)) for i in (8, 9)))  # bob's
     bobs = json.loads(http(base + "/api/next?name=bob", headers=AUTH)[1])
     http(base + "/api/answer", {"pair": bobs["pair"], "label": "R", "name": "bob"}, headers=AUTH)
     assert http(undo, {"pair": bobs["pair"], "name": "alice"}, headers=AUTH)[0] == 409  # alice has none left

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from drlhp.clips.segments import Segment
+from drlhp.clips.clip import Clip
 from drlhp.labelling.web.pool import ACTIVE_SECONDS, PairPool
 
 
@@ -15,7 +15,7 @@ class Clock:
 
 
 def seg(i):
-    return Segment(i, np.zeros((2, 4, 4, 1), np.uint8), np.zeros(2))
+    return Clip(i, np.zeros((2, 4, 4, 1), np.uint8), np.zeros(2))
 
 
 def pool_with(n_pairs, timeout=60.0):
@@ -57,7 +57,7 @@ def test_an_answer_sent_twice_is_taken_once():
     assert status == "new" and first.seconds == pytest.approx(4.5)
     assert pool.answer(pair.pair_id, 0.5, "alice") == ("duplicate", first)
     answers = pool.take_answers()
-    assert len(answers) == 1 and (answers[0].a.seg_id, answers[0].b.seg_id, answers[0].label) == (0, 1, 0.5)
+    assert len(answers) == 1 and (answers[0].a.clip_id, answers[0].b.clip_id, answers[0].label) == (0, 1, 0.5)
     assert pool.take_answers() == []
     assert pool.count("alice") == 1
 
@@ -95,7 +95,7 @@ def test_the_pool_wants_a_free_pair_per_active_labeller_plus_one():
 
 def test_clips_are_served_only_while_a_pair_out_shows_them():
     pool, _, _ = pool_with(1)
-    assert pool.clip(1).seg_id == 1 and pool.clip(7) is None
+    assert pool.clip(1).clip_id == 1 and pool.clip(7) is None
     pair = pool.next_for("alice")
     pool.answer(pair.pair_id, 1.0, "alice")
     assert pool.clip(1) is None
@@ -122,7 +122,7 @@ def test_a_labeller_takes_back_their_answers_newest_first_and_gets_the_pair_agai
     assert status == "new" and event.answer is answers[2]
     assert pool.take_back(answers[2].pair_id, "alice") == ("duplicate", event)  # sent twice: taken back once
     again = pool.next_for("alice")
-    assert (again.a.seg_id, again.b.seg_id) == (answers[2].a.seg_id, answers[2].b.seg_id)  # handed straight back
+    assert (again.a.clip_id, again.b.clip_id) == (answers[2].a.clip_id, answers[2].b.clip_id)  # handed straight back
     assert pool.take_back(answers[1].pair_id, "alice")[0] == "new"
     assert pool.take_back(answers[0].pair_id, "alice") == ("nothing", None)  # past the limit of 2
     assert pool.take_answers() == [event, pool._taken_back[(answers[1].pair_id, "alice")]]

@@ -10,7 +10,7 @@ from gymnasium.utils.env_checker import check_env
 
 from drlhp import PREDICTED_REWARD_KEY, TRUE_REWARD_KEY, HumanPreferencesEnvWrapper, PrefBuffer, PrefDB, RewardPredictor
 from drlhp.cli.offline import train_reward
-from drlhp.clips.segments import Segment
+from drlhp.clips.clip import Clip
 
 CKPT = os.path.join("reward_predictor_checkpoints", "reward_predictor.ckpt")
 
@@ -90,7 +90,7 @@ def test_a_reward_network_whose_output_does_not_vary_is_reported_once_and_reward
     frame_stack = np.full((5, *frame_shape), 87, np.uint8 if len(frame_shape) == 3 else np.float32)
     buffer = PrefBuffer(100, 0.2)
     for i in range(20):
-        buffer.add(Segment(2 * i, frame_stack, np.zeros(5)), Segment(2 * i + 1, frame_stack, np.ones(5)), 0.0)
+        buffer.add(Clip(2 * i, frame_stack, np.zeros(5)), Clip(2 * i + 1, frame_stack, np.ones(5)), 0.0)
     buffer.save(str(tmp_path / "prefs"))
     with caplog.at_level(logging.WARNING, logger="drlhp.learner"):
         train_reward(str(tmp_path / "prefs"), str(tmp_path / "run"), steps=30, reward_predictor_ckpt_interval=10,
@@ -172,11 +172,11 @@ def test_a_checkpoint_left_by_an_earlier_run_is_not_used(tmp_path):
 
 def test_stats_report_the_bytes_the_database_holds(tmp_path):
     from drlhp import PrefBuffer
-    from drlhp.clips.segments import Segment
+    from drlhp.clips.clip import Clip
 
     rng = np.random.default_rng(0)
     frames = np.repeat(rng.integers(0, 256, (5, 12, 1, 1), dtype=np.uint8), 12, axis=2)  # rows of one value
-    segments = [Segment(i, frames + i, rng.normal(size=5)) for i in range(12)]
+    segments = [Clip(i, frames + i, rng.normal(size=5)) for i in range(12)]
     buffer = PrefBuffer(100, 0.2)
     for i in range(20):  # 20 pairs over 12 clips: most clips are in several pairs, each is counted once
         buffer.add(segments[i % 12], segments[(i * 5 + 1) % 12], 1.0)

@@ -10,7 +10,7 @@ from drlhp.clips.frames import FrameSpec
 log = logging.getLogger("drlhp")
 
 
-class SegmentBuilder:
+class ClipBuilder:
     """Accumulates frames and rewards; hands back a full segment every ``length`` steps.
 
     A segment never spans two episodes: ``end_episode()`` discards the frames of
@@ -47,12 +47,12 @@ class SegmentBuilder:
 class EpisodeClips:
     """Cuts the frames of ``n_envs`` envs stepping together into clips, following each env's episodes.
 
-    One ``SegmentBuilder`` per env, so a clip never spans two episodes of one env; each
+    One ``ClipBuilder`` per env, so a clip never spans two episodes of one env; each
     episode gets an id unique across the envs.
     """
 
     def __init__(self, spec: FrameSpec, length: int, n_envs: int) -> None:
-        self.builders = [SegmentBuilder(spec, length) for _ in range(n_envs)]
+        self.builders = [ClipBuilder(spec, length) for _ in range(n_envs)]
         self._episode_ids = list(range(n_envs))
         self._next_episode_id = n_envs
         self._episode_steps = [0] * n_envs

@@ -13,7 +13,7 @@ from typing import Callable
 
 import numpy as np
 
-from drlhp.clips.segments import pack_frames, unpack_frames
+from drlhp.clips.clip import pack_frames, unpack_frames
 from drlhp.errors import ConfigError
 
 

@@ -35,7 +35,7 @@ from typing import BinaryIO
 
 import numpy as np
 
-from drlhp.clips.segments import PackedSegment, Segment, pack
+from drlhp.clips.clip import Clip, PackedClip, pack
 from drlhp.errors import LAST_TO_CONVERT, ConfigError, NoLabelsError, PrefDBFormatError
 from drlhp.label_store.agreement import Agreement, combined_label
 from drlhp.label_store.journal import JournalLabel, JournalRetraction, JournalSecondAnswer, JournalTask, read_journal
@@ -54,7 +54,7 @@ class PrefDB:
 
     A segment is stored once however many pairs it appears in (pairs hold ids;
     segments are reference-counted and dropped with their last pair), with its
-    frames compressed (``PackedSegment``): a minibatch unpacks only its own clips.
+    frames compressed (``PackedClip``): a minibatch unpacks only its own clips.
     Per pair, parallel columns (kept in step on eviction and removal) say who answered,
     how fast, the run's number of the label, and a second labeller's answer if any.
     """
@@ -63,7 +63,7 @@ class PrefDB:
         if maxlen < 1:
             raise ConfigError(f"maxlen must be >= 1, got {maxlen}")
         self.maxlen = maxlen
-        self.segments: dict[int, PackedSegment] = {}
+        self.segments: dict[int, PackedClip] = {}
         self._refs: dict[int, int] = {}
         self.prefs: deque[tuple[int, int, float]] = deque()  # (clip a, clip b, the label the pair trains on)
         self.labellers: deque[str] = deque()  # who gave each label, its first answer ("" where not recorded)
@@ -88,16 +88,16 @@ class PrefDB:
         return (self.prefs, self.labellers, self.answer_seconds, self.seqs, self.first_labels, self.second_labellers,
                 self.second_labels, self.second_seconds)
 
-    def append(self, a: Segment | PackedSegment, b: Segment | PackedSegment, label: float, labeller: str = "",
+    def append(self, a: Clip | PackedClip, b: Clip | PackedClip, label: float, labeller: str = "",
                seconds: float | None = None, seq: int = -1) -> None:
         """Add one labelled pair (label: P(a preferred)), the run's ``seq``-th label, evicting the oldest pair if
         full."""
         for seg in (a, b):
-            if seg.seg_id not in self.segments:
-                self.segments[seg.seg_id] = pack(seg)
-            self._refs[seg.seg_id] = self._refs.get(seg.seg_id, 0) + 1
+            if seg.clip_id not in self.segments:
+                self.segments[seg.clip_id] = pack(seg)
+            self._refs[seg.clip_id] = self._refs.get(seg.clip_id, 0) + 1
         label = float(label)
-        self.prefs.append((a.seg_id, b.seg_id, label))
+        self.prefs.append((a.clip_id, b.clip_id, label))
         self.labellers.append(labeller)
         self.answer_seconds.append(_or_nan(seconds))
         self.seqs.append(int(seq))
@@ -131,10 +131,10 @@ class PrefDB:
         self._set_second(i, "", math.nan, math.nan)  # uncounts its agreement
         for column in self._columns():
             del column[i]
-        for seg_id in (a, b):
-            self._refs[seg_id] -= 1
-            if self._refs[seg_id] == 0:
-                del self._refs[seg_id], self.segments[seg_id]
+        for clip_id in (a, b):
+            self._refs[clip_id] -= 1
+            if self._refs[clip_id] == 0:
+                del self._refs[clip_id], self.segments[clip_id]
 
     def set_second(self, seq: int, labeller: str, label: float, seconds: float | None = None) -> bool:
         """Record ``labeller``'s second answer to the pair of the run's ``seq``-th label (replacing an earlier second
@@ -236,17 +236,17 @@ class PrefDB:
         answers = _read_answers(f, path, header, labels)
         if n_seg and rewards.shape != (n_seg, header["segment_shape"][0]):
             raise _format_error(path, "rewards do not match the segment length")
-        segments: dict[int, PackedSegment] = {}
+        segments: dict[int, PackedClip] = {}
         shape = tuple(header["segment_shape"] or ())
         dtype = np.dtype(header["frame_dtype"] or "u1")
         if dtype.kind not in "biuf":
             raise _format_error(path, f"frames of dtype {dtype}")
-        for k, seg_id in enumerate(ids.tolist()):
-            record, seg_rewards = _read(f), rewards[k].astype(np.float64)
+        for k, clip_id in enumerate(ids.tolist()):
+            record, clip_rewards = _read(f), rewards[k].astype(np.float64)
             data = record.tobytes()
             if record.dtype != np.uint8 or len(zlib.decompress(data)) != int(np.prod(shape)) * dtype.itemsize:
-                raise _format_error(path, f"segment {seg_id}'s frames do not unpack to shape {shape}, dtype {dtype}")
-            segments[seg_id] = PackedSegment.from_packed(seg_id, data, shape, dtype, seg_rewards)
+                raise _format_error(path, f"segment {clip_id}'s frames do not unpack to shape {shape}, dtype {dtype}")
+            segments[clip_id] = PackedClip.from_packed(clip_id, data, shape, dtype, clip_rewards)
         if f.read(1):
             raise _format_error(path, "unexpected data after the last segment")
         db = cls(maxlen if maxlen is not None else int(header["maxlen"]))
@@ -390,7 +390,7 @@ class PrefBuffer:
         to_val = int((seq + 1) * self.val_fraction) > int(seq * self.val_fraction)
         return self.val_db if to_val else self.train_db
 
-    def add(self, a: Segment | PackedSegment, b: Segment | PackedSegment, label: float, seq: int | None = None,
+    def add(self, a: Clip | PackedClip, b: Clip | PackedClip, label: float, seq: int | None = None,
             labeller: str = "", seconds: float | None = None) -> None:
         """Add the run's seq-th label (None: the next) to the database its number routes it to."""
         seq = self.n_received if seq is None else seq

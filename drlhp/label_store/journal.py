@@ -26,7 +26,8 @@ File format (``log_dir/label_journal/<first seq>.journal``), a sequence of recor
         validation split (null in older journals): the first record of every file, so a journal
         alone says what its labels answer and where the run put them
     {"kind": "clip", "seg_id", "shape", "dtype", "episode", "env_index", "n_frame_bytes"}
-        blob: zlib-compressed frames (n_frame_bytes), then float64 rewards (shape[0] of them)
+        ("seg_id": the clip's id, under the name it had when the format was made); blob: zlib-compressed
+        frames (n_frame_bytes), then float64 rewards (shape[0] of them)
     {"kind": "label", "seq", "a", "b", "label", "time", "labeller", "seconds"}
         ("seconds": how long the person took to answer, or null; absent in older journals)
     {"kind": "retract", "seq", "labeller", "time", "position"}
@@ -59,7 +60,7 @@ from typing import Callable, Union
 
 import numpy as np
 
-from drlhp.clips.segments import PackedSegment
+from drlhp.clips.clip import PackedClip
 from drlhp.storage.files import fsync_dir, writing
 from drlhp.storage.layout import LogDir, journal_file_name
 
@@ -75,8 +76,8 @@ class JournalLabel:
     """One label as journaled, with its two clips."""
 
     seq: int
-    a: PackedSegment
-    b: PackedSegment
+    a: PackedClip
+    b: PackedClip
     label: float
     time: float  # Unix seconds
     labeller: str
@@ -129,10 +130,10 @@ def _record(meta: dict, blob: bytes = b"") -> bytes:
     return _HEAD.pack(MAGIC, len(payload), zlib.crc32(payload)) + payload
 
 
-def _clip_record(seg: PackedSegment) -> bytes:
+def _clip_record(seg: PackedClip) -> bytes:
     data, shape, dtype = seg.packed_frames
     rewards = np.ascontiguousarray(seg.rewards, dtype=np.float64)
-    meta = {"kind": "clip", "seg_id": seg.seg_id, "shape": list(shape), "dtype": dtype.str,
+    meta = {"kind": "clip", "seg_id": seg.clip_id, "shape": list(shape), "dtype": dtype.str,
             "episode": seg.episode, "env_index": seg.env_index, "n_frame_bytes": len(data)}
     return _record(meta, data + rewards.tobytes())
 
@@ -159,17 +160,17 @@ class JournalWriter:
         self._file_head: list[bytes] = []
         self._clips_in_file: set[int] = set()
 
-    def append(self, seq: int, a: PackedSegment, b: PackedSegment, label: float, labeller: str,
+    def append(self, seq: int, a: PackedClip, b: PackedClip, label: float, labeller: str,
                seconds: float | None = None) -> None:
         """Write one label (and its clips not yet in the current file) and fsync: it survives a power cut."""
         self._drop_covered(self._labels_in_snapshot())
         if self._fd is None:
             self._open(seq)
-        records = [_clip_record(s) for s in (a, b) if s.seg_id not in self._clips_in_file]
-        records.append(_record({"kind": "label", "seq": seq, "a": a.seg_id, "b": b.seg_id, "label": float(label),
+        records = [_clip_record(s) for s in (a, b) if s.clip_id not in self._clips_in_file]
+        records.append(_record({"kind": "label", "seq": seq, "a": a.clip_id, "b": b.clip_id, "label": float(label),
                                 "time": round(time.time(), 3), "labeller": labeller, "seconds": _rounded(seconds)}))
         self._write(records, seq)
-        self._clips_in_file.update((a.seg_id, b.seg_id))
+        self._clips_in_file.update((a.clip_id, b.clip_id))
 
     def retract(self, seq: int, labeller: str, position: int) -> None:
         """Write that ``labeller`` takes back their answer to label ``seq``, ``position`` being the run's next label
@@ -256,7 +257,7 @@ def read_journal(log_dir: str) -> Iterator[JournalRecord]:
 def _read_file(path: str) -> Iterator[JournalRecord]:
     with open(path, "rb") as f:
         data = f.read()
-    clips: dict[int, PackedSegment] = {}
+    clips: dict[int, PackedClip] = {}
     pos = 0
     while pos < len(data):
         try:
@@ -323,7 +324,7 @@ def _parse_record(data: bytes, pos: int) -> tuple[dict, bytes, int]:
     return meta, payload[_U32.size + n_text:], end
 
 
-def _parse_clip(meta: dict, blob: bytes) -> PackedSegment:
+def _parse_clip(meta: dict, blob: bytes) -> PackedClip:
     shape, dtype = tuple(int(n) for n in meta["shape"]), np.dtype(meta["dtype"])
     if dtype.kind not in "biuf" or not shape:
         raise _BadRecord(f"clip of dtype {dtype} and shape {shape}")
@@ -331,5 +332,5 @@ def _parse_clip(meta: dict, blob: bytes) -> PackedSegment:
     data, rewards = blob[:n_frame_bytes], np.frombuffer(blob[n_frame_bytes:], dtype=np.float64)
     if rewards.shape != (shape[0],) or len(zlib.decompress(data)) != int(np.prod(shape)) * dtype.itemsize:
         raise _BadRecord(f"clip {meta['seg_id']} does not match its shape {shape}")
-    return PackedSegment.from_packed(int(meta["seg_id"]), data, shape, dtype, rewards.copy(),
+    return PackedClip.from_packed(int(meta["seg_id"]), data, shape, dtype, rewards.copy(),
                                      int(meta["episode"]), int(meta["env_index"]))

@@ -15,12 +15,12 @@ import os
 import time
 from dataclasses import dataclass
 
+from drlhp.clips.clip import PackedClip
 from drlhp.clips.frames import FrameSpec, check_format
-from drlhp.clips.segments import PackedSegment
 from drlhp.label_store.agreement import Agreement
 from drlhp.label_store.database import PrefBuffer
 from drlhp.label_store.journal import remove_journal
-from drlhp.label_store.stream import ForgetSegment, LabelRecord, Preference, Retraction, SecondAnswer, SegmentData
+from drlhp.label_store.stream import ClipData, ForgetClip, LabelRecord, Preference, Retraction, SecondAnswer
 from drlhp.storage.layout import LogDir
 from drlhp.storage.run_dir import refuse_earlier_labels
 
@@ -64,7 +64,7 @@ class LabelStore:
         self.buffer = self._load()
         self.n_unsaved = 0  # records (labels, retractions, second answers) since the last snapshot in log_dir
         self.n_in_snapshot = self.buffer.n_received  # the run's labels log_dir's snapshot holds
-        self._clips: dict[int, PackedSegment] = {}  # sent by the interface, which may still pair them
+        self._clips: dict[int, PackedClip] = {}  # sent by the interface, which may still pair them
         self._next_snapshot = time.monotonic() + (config.snapshot_interval or 0)
 
     # -- start ---------------------------------------------------------------------
@@ -109,7 +109,7 @@ class LabelStore:
         buffer.instructions = new
 
     @property
-    def next_seg_id(self) -> int:
+    def next_clip_id(self) -> int:
         """A clip id past every clip the run has: where the interface's numbering of new clips starts."""
         return max(self.buffer.segment_ids, default=-1) + 1
 
@@ -122,12 +122,12 @@ class LabelStore:
     def add(self, record: LabelRecord) -> None:
         """Take one record of the interface's stream: a clip, a label of two clips it sent, a clip forgotten, a
         label (or second answer) taken back, or a second answer."""
-        if isinstance(record, SegmentData):
-            self._clips[record.segment.seg_id] = record.segment
-        elif isinstance(record, ForgetSegment):
-            del self._clips[record.seg_id]
+        if isinstance(record, ClipData):
+            self._clips[record.segment.clip_id] = record.segment
+        elif isinstance(record, ForgetClip):
+            del self._clips[record.clip_id]
         elif isinstance(record, Preference):
-            self.buffer.add(self._clips[record.seg_id_a], self._clips[record.seg_id_b], record.label, record.seq,
+            self.buffer.add(self._clips[record.clip_id_a], self._clips[record.clip_id_b], record.label, record.seq,
                             record.labeller, record.seconds)
             self.n_unsaved += 1
         elif isinstance(record, Retraction):

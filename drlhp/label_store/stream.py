@@ -8,19 +8,19 @@ from __future__ import annotations
 
 from typing import NamedTuple, Protocol, Union
 
-from drlhp.clips.segments import PackedSegment
+from drlhp.clips.clip import PackedClip
 
 
-class SegmentData(NamedTuple):
+class ClipData(NamedTuple):
     """A clip, compressed, sent once, before the first label that uses it."""
 
-    segment: PackedSegment
+    segment: PackedClip
 
 
-class ForgetSegment(NamedTuple):
+class ForgetClip(NamedTuple):
     """The interface will not label this clip again: the store may let it go once no pair holds it."""
 
-    seg_id: int
+    clip_id: int
 
 
 class Preference(NamedTuple):
@@ -29,8 +29,8 @@ class Preference(NamedTuple):
     1.0: a is better ("L"), 0.0: b is better ("R"), 0.5: equally good ("E").
     """
 
-    seg_id_a: int
-    seg_id_b: int
+    clip_id_a: int
+    clip_id_b: int
     label: float
     seq: int  # the label's number in the run (0, 1, ...): decides train or validation, orders the journal
     labeller: str = ""  # who answered: a labeller's class name, or "web:<name>" a person typed in the browser
@@ -56,7 +56,7 @@ class SecondAnswer(NamedTuple):
     seconds: float | None = None
 
 
-LabelRecord = Union[SegmentData, ForgetSegment, Preference, Retraction, SecondAnswer]
+LabelRecord = Union[ClipData, ForgetClip, Preference, Retraction, SecondAnswer]
 
 
 class LabelSink(Protocol):

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Union
 
-from drlhp.clips.segments import Segment
+from drlhp.clips.clip import Clip
 from drlhp.errors import InvalidAnswer
 
 #: Answers each labeller may take back, newest first.
@@ -58,8 +58,8 @@ def parse_typed(text: str) -> Choice:
 class Answer:
     """A labeller's answer, waiting for the interface to record it."""
 
-    a: Segment
-    b: Segment
+    a: Clip
+    b: Clip
     label: float | None  # None: "can't tell" (nothing is recorded)
     labeller: str
     seconds: float | None  # from handing the pair to this labeller to the answer (None: it was not theirs)

@@ -17,8 +17,8 @@ from typing import Callable
 
 import numpy as np
 
+from drlhp.clips.clip import Clip
 from drlhp.clips.frames import FrameSpec
-from drlhp.clips.segments import Segment
 from drlhp.errors import InvalidAnswer, MissingExtraError, NoDisplayError
 from drlhp.labelling.display import (
     BORDER_PX,
@@ -134,13 +134,13 @@ class HumanLabeller:
         pace = f", {statistics.median(self._seconds):.1f} s each" if self._seconds else ""
         return f"{task}\n[{self.n_labels} labels{pace}]\n"
 
-    def label(self, a: Segment, b: Segment) -> float | Undo | None:
+    def label(self, a: Clip, b: Clip) -> float | Undo | None:
         cv2, spec = self.cv2, self.config.frame_spec
         self.n_asked += 1
         left = [displayable(f, spec) for f in a.frames]
         right = [displayable(f, spec) for f in b.frames]
         self.prompt.drain()
-        self.prompt.say(f"{self._heading()}Pair {self.n_asked}: clip {a.seg_id} (L) vs clip {b.seg_id} (R). "
+        self.prompt.say(f"{self._heading()}Pair {self.n_asked}: clip {a.clip_id} (L) vs clip {b.clip_id} (R). "
                         f"{QUESTION}")
         tick = 1.0 / self.config.fps
         shown_at = next_frame = time.monotonic()
@@ -210,17 +210,17 @@ class HumanLabeller:
         self._opened.add(window)
         self._to_remap[window] = REMAP_TRIES
 
-    def _count(self, a: Segment, b: Segment, label: float | None, seconds: float) -> None:
+    def _count(self, a: Clip, b: Clip, label: float | None, seconds: float) -> None:
         """A label given: shown in the count and pace, and the person may take it back."""
         if label is not None:
             self.n_labels += 1
-            self._undoable.append((self.n_asked, a.seg_id, b.seg_id))
+            self._undoable.append((self.n_asked, a.clip_id, b.clip_id))
             self._seconds.append(seconds)
 
-    def _record(self, a: Segment, b: Segment, label, seconds, fps, since_last) -> None:
+    def _record(self, a: Clip, b: Clip, label, seconds, fps, since_last) -> None:
         self.last_seconds = seconds  # the preference interface records it with the label
         if self.config.log_path:
-            log_human_label(self.config.log_path, pair=self.n_asked, clip_left=a.seg_id, clip_right=b.seg_id,
+            log_human_label(self.config.log_path, pair=self.n_asked, clip_left=a.clip_id, clip_right=b.clip_id,
                             label="" if label is None else label, labeller=TERMINAL_LABELLER,
                             seconds_to_answer=f"{seconds:.3f}", display_fps=f"{fps:.1f}",
                             seconds_from_last_answer_to_this_pair=f"{since_last:.3f}")

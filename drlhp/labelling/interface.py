@@ -23,7 +23,7 @@ import random
 from collections import deque
 from dataclasses import dataclass, field
 
-from drlhp.clips.segments import Segment
+from drlhp.clips.clip import Clip
 from drlhp.errors import NothingToUndo
 from drlhp.label_store.journal import JournalWriter
 from drlhp.label_store.stream import LabelSink
@@ -92,13 +92,13 @@ class PrefInterface:
         self._seconder = labeller if isinstance(labeller, GivesSecondOpinions) else None
         # While a person thinks, clips keep arriving; they join the buffer after the answer, so a clip on screen is
         # never forgotten in the middle of its question. Older ones than the buffer holds would be evicted at once.
-        self._pending: deque[Segment] = deque(maxlen=config.max_segs)
+        self._pending: deque[Clip] = deque(maxlen=config.max_segs)
         self._episodes = EpisodeTracker(EPISODE_SEGMENTS)
         self._owed = 0.0  # pairs it may still ask about, earned by new clips
         self._rng = random.Random(config.seed)  # which answered pairs get a second opinion
 
     # -- clips in --------------------------------------------------------------------------
-    def receive(self, seg: Segment) -> None:
+    def receive(self, seg: Clip) -> None:
         """A new clip: it joins the buffer at the next ``step``; a labeller that shows episodes is shown each one
         it completes."""
         self._pending.append(seg)
@@ -106,10 +106,10 @@ class PrefInterface:
         if finished and self._watcher is not None:
             self._watcher.show_episode([f for s in finished for f in s.frames])
 
-    def add_segment(self, seg: Segment) -> None:
+    def add_segment(self, seg: Clip) -> None:
         """Put a clip in the buffer now; the trainer may let go of those it evicts."""
-        for seg_id in self.chooser.add(seg):
-            self.recorder.forget(seg_id)
+        for clip_id in self.chooser.add(seg):
+            self.recorder.forget(clip_id)
 
     def _take_in_pending(self) -> None:
         for seg in self._pending:
@@ -179,7 +179,7 @@ class PrefInterface:
             answer.seq = answer.first.seq
             self.recorder.record_second(_web_recorded(answer.first), name, answer.label, answer.seconds)
 
-    def ask(self, a: Segment, b: Segment) -> float | None:
+    def ask(self, a: Clip, b: Clip) -> float | None:
         """Have the pair labelled, journal the label, send it on; returns the label (None: incomparable, or the
         labeller took back its last answer instead)."""
         self.mark_asked(a, b)
@@ -210,24 +210,24 @@ class PrefInterface:
         if opinion is not None and opinion[1] is not None:
             self.recorder.record_second(first, opinion[0], opinion[1])
 
-    def mark_asked(self, a: Segment, b: Segment) -> None:
+    def mark_asked(self, a: Clip, b: Clip) -> None:
         """The pair is being asked: never pick it again; it counts against the label budget."""
         self.chooser.mark_asked(a, b)
         self.n_asked += 1
 
-    def _unmark_asked(self, a: Segment, b: Segment) -> None:
+    def _unmark_asked(self, a: Clip, b: Clip) -> None:
         """The pair's answer was taken back: it no longer counts against the budget, and may be asked again."""
         self.chooser.unmark_asked(a, b)
         self.n_asked -= 1
 
     # -- recording ---------------------------------------------------------------------------
-    def record(self, a: Segment, b: Segment, label: float, labeller: str, seconds: float | None = None) -> Recorded:
+    def record(self, a: Clip, b: Clip, label: float, labeller: str, seconds: float | None = None) -> Recorded:
         """Journal a label and send it on (``AnswerRecorder.record``); a clip that left the buffer while its pair was
         out with a labeller (web) is forgotten then."""
         recorded = self.recorder.record(a, b, label, labeller, seconds)
         for seg in (a, b):
-            if seg.seg_id not in self.chooser.segments:
-                self.recorder.forget(seg.seg_id)
+            if seg.clip_id not in self.chooser.segments:
+                self.recorder.forget(seg.clip_id)
         return recorded
 
     def retract_last(self, labeller: str) -> Recorded:
@@ -267,9 +267,9 @@ class EpisodeTracker:
 
     def __init__(self, max_segments: int) -> None:
         self.max_segments = max_segments
-        self.current: dict[int, deque[Segment]] = {}
+        self.current: dict[int, deque[Clip]] = {}
 
-    def add(self, seg: Segment) -> list[Segment] | None:
+    def add(self, seg: Clip) -> list[Clip] | None:
         current = self.current.setdefault(seg.env_index, deque(maxlen=self.max_segments))
         finished = None
         if current and seg.episode != current[-1].episode:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
-from drlhp.clips.segments import Segment
+from drlhp.clips.clip import Clip
 from drlhp.errors import NothingToUndo
 from drlhp.label_store.agreement import Agreement
 
@@ -20,8 +20,8 @@ class Recorded:
     ``seq``-th label, or (``second``) a second labeller's answer to it."""
 
     seq: int
-    a: Segment
-    b: Segment
+    a: Clip
+    b: Clip
     labeller: str
     label: float
     second: bool = False

@@ -9,7 +9,7 @@ from __future__ import annotations
 import random
 from collections import OrderedDict
 
-from drlhp.clips.segments import Segment
+from drlhp.clips.clip import Clip
 from drlhp.errors import ConfigError
 from drlhp.labelling.pair_selection import DEFAULT_N_CANDIDATES, DisagreementScorer
 
@@ -22,14 +22,14 @@ class PairChooser:
         if max_segs < 2:
             raise ConfigError(f"max_segs must be >= 2 to form pairs, got {max_segs}")
         self.max_segs, self.n_candidates, self.scorer = max_segs, n_candidates, scorer
-        self.segments: OrderedDict[int, Segment] = OrderedDict()
+        self.segments: OrderedDict[int, Clip] = OrderedDict()
         self._asked: set[tuple[int, int]] = set()
-        self._again: list[tuple[Segment, Segment]] = []  # pairs to ask before any other, the next on top
+        self._again: list[tuple[Clip, Clip]] = []  # pairs to ask before any other, the next on top
         self._rng = random.Random(seed)
 
-    def add(self, seg: Segment) -> list[int]:
+    def add(self, seg: Clip) -> list[int]:
         """Put a clip in the buffer; returns the ids of the oldest it evicted past ``max_segs``."""
-        self.segments[seg.seg_id] = seg
+        self.segments[seg.clip_id] = seg
         evicted = []
         while len(self.segments) > self.max_segs:
             old_id, _ = self.segments.popitem(last=False)
@@ -41,7 +41,7 @@ class PairChooser:
             self._asked = {p for p in self._asked if p[0] >= oldest}
         return evicted
 
-    def pick(self) -> tuple[Segment, Segment] | None:
+    def pick(self) -> tuple[Clip, Clip] | None:
         """The pair to ask about next (never one asked before), or None if there is none."""
         if self._again:
             return self._again.pop()
@@ -52,7 +52,7 @@ class PairChooser:
             return self.scorer.most_disagreed(candidates) or candidates[0]
         return candidates[0] if candidates else None
 
-    def candidate_pairs(self, n: int) -> list[tuple[Segment, Segment]]:
+    def candidate_pairs(self, n: int) -> list[tuple[Clip, Clip]]:
         """Up to ``n`` distinct random pairs of distinct segments not asked about before."""
         ids = list(self.segments)
         if len(ids) < 2:
@@ -69,15 +69,15 @@ class PairChooser:
             keys = set(self._rng.sample(unasked, min(n, len(unasked))))
         return [(self.segments[a], self.segments[b]) for a, b in keys]
 
-    def mark_asked(self, a: Segment, b: Segment) -> None:
+    def mark_asked(self, a: Clip, b: Clip) -> None:
         """Never pick the pair again."""
-        self._asked.add(_key(a.seg_id, b.seg_id))
+        self._asked.add(_key(a.clip_id, b.clip_id))
 
-    def unmark_asked(self, a: Segment, b: Segment) -> None:
+    def unmark_asked(self, a: Clip, b: Clip) -> None:
         """The pair's answer was taken back: it may be picked again."""
-        self._asked.discard(_key(a.seg_id, b.seg_id))
+        self._asked.discard(_key(a.clip_id, b.clip_id))
 
-    def ask_again(self, a: Segment, b: Segment) -> None:
+    def ask_again(self, a: Clip, b: Clip) -> None:
         """Pick the pair next, before any other (the last one given back first)."""
         self._again.append((a, b))
 

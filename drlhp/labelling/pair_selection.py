@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Literal, get_args
 
 import numpy as np
 
-from drlhp.clips.segments import Segment
+from drlhp.clips.clip import Clip
 from drlhp.storage.checkpoint_watch import CheckpointWatch
 
 if TYPE_CHECKING:
@@ -45,7 +45,7 @@ class DisagreementScorer:
         self.ckpt_path, self.max_new_per_pick = ckpt_path, max_new_per_pick
         self.predictor: RewardPredictor | None = None
         self._watch = CheckpointWatch(ckpt_path, poll_interval)
-        # seg_id -> (checkpoint generation, per-member return): an older generation's is used until refreshed.
+        # clip_id -> (checkpoint generation, per-member return): an older generation's is used until refreshed.
         self._returns: dict[int, tuple[int, np.ndarray]] = {}
         self._generation = 0
 
@@ -71,25 +71,25 @@ class DisagreementScorer:
         self.predictor = predictor
         self._generation += 1
 
-    def refresh(self, segments: Sequence[Segment], limit: int) -> int:
+    def refresh(self, segments: Sequence[Clip], limit: int) -> int:
         """Evaluate up to ``limit`` clips without a current-generation return, newest first; returns how many."""
         if not self.ready:
             return 0
         predictor = self.predictor
         assert predictor is not None  # ready
-        todo = [s for s in reversed(segments) if self._returns.get(s.seg_id, (-1,))[0] != self._generation][:limit]
+        todo = [s for s in reversed(segments) if self._returns.get(s.clip_id, (-1,))[0] != self._generation][:limit]
         for seg in todo:
-            self._returns[seg.seg_id] = (self._generation, predictor.member_rewards(seg.frames).sum(axis=0))
+            self._returns[seg.clip_id] = (self._generation, predictor.member_rewards(seg.frames).sum(axis=0))
         return len(todo)
 
-    def forget(self, seg_id: int) -> None:
-        self._returns.pop(seg_id, None)
+    def forget(self, clip_id: int) -> None:
+        self._returns.pop(clip_id, None)
 
-    def most_disagreed(self, candidates: Sequence[tuple[Segment, Segment]]) -> tuple[Segment, Segment] | None:
+    def most_disagreed(self, candidates: Sequence[tuple[Clip, Clip]]) -> tuple[Clip, Clip] | None:
         """The candidate pair with the largest disagreement among those whose clips have returns, or None."""
-        scored = [(a, b) for a, b in candidates if a.seg_id in self._returns and b.seg_id in self._returns]
+        scored = [(a, b) for a, b in candidates if a.clip_id in self._returns and b.clip_id in self._returns]
         if not scored:
             return None
-        ra = np.stack([self._returns[a.seg_id][1] for a, _ in scored])
-        rb = np.stack([self._returns[b.seg_id][1] for _, b in scored])
+        ra = np.stack([self._returns[a.clip_id][1] for a, _ in scored])
+        rb = np.stack([self._returns[b.clip_id][1] for _, b in scored])
         return scored[int(np.argmax(preference_disagreement(ra, rb)))]

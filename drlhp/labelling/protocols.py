@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
 
-from drlhp.clips.segments import Segment
+from drlhp.clips.clip import Clip
 from drlhp.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -53,7 +53,7 @@ class Labeller(Protocol):
 
     pairs_per_segment: float | None
 
-    def label(self, a: Segment, b: Segment) -> float | Undo | None:
+    def label(self, a: Clip, b: Clip) -> float | Undo | None:
         """The label of one pair: 1.0 if clip ``a`` is better, 0.0 if ``b`` is, 0.5 if they are
         equally good, or None when they cannot be compared (not stored; it still counts as asked);
         or ``UNDO`` to take back this labeller's last answer (the pair is asked again later)."""
@@ -91,7 +91,7 @@ class NamesAnswerers(Protocol):
 class GivesSecondOpinions(Protocol):
     """A labeller that can have a second person answer a pair someone else answered (``second_opinion_share``)."""
 
-    def second_opinion(self, a: Segment, b: Segment, first_labeller: str) -> tuple[str, float | None] | None:
+    def second_opinion(self, a: Clip, b: Clip, first_labeller: str) -> tuple[str, float | None] | None:
         """(who, their label) from someone other than ``first_labeller``, or None if there is nobody else."""
         ...
 
@@ -101,7 +101,7 @@ class ConcurrentLabeller(Labeller, Protocol):
     """A labeller many people work through at once (the web page): instead of ``label(a, b)`` it takes pairs on
     offer and gives answers as they come; the interface acknowledges each once it is journaled."""
 
-    def offer(self, a: Segment, b: Segment) -> None:
+    def offer(self, a: Clip, b: Clip) -> None:
         """Put a pair on offer."""
         ...
 
@@ -213,14 +213,14 @@ class SyntheticLabeller:
         self.last_labeller = SYNTHETIC_LABELLER
         self._rng = random.Random(seed)
 
-    def label(self, a: Segment, b: Segment) -> float | None:
+    def label(self, a: Clip, b: Clip) -> float | None:
         teacher = self.teacher
         if self.teachers is not None:
             self.last_labeller = next(self._turns)
             teacher = self.teachers[self.last_labeller]
         return teacher.answer(a.rewards, b.rewards, self._rng)
 
-    def second_opinion(self, a: Segment, b: Segment, first_labeller: str) -> tuple[str, float | None] | None:
+    def second_opinion(self, a: Clip, b: Clip, first_labeller: str) -> tuple[str, float | None] | None:
         others = [name for name in self.teachers or () if name != first_labeller]
         if not others:
             return None

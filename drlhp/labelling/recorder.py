@@ -9,17 +9,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from drlhp.clips.segments import PackedSegment, Segment, pack
+from drlhp.clips.clip import Clip, PackedClip, pack
 from drlhp.label_store.agreement import Agreement
 from drlhp.label_store.journal import JournalWriter
 from drlhp.label_store.stream import (
-    ForgetSegment,
+    ClipData,
+    ForgetClip,
     LabelRecord,
     LabelSink,
     Preference,
     Retraction,
     SecondAnswer,
-    SegmentData,
 )
 from drlhp.labelling.ledger import AnswerLedger, Recorded
 
@@ -45,33 +45,33 @@ class AnswerRecorder:
         self.n_sent = 0  # labels recorded in this session
         self.ledger = AnswerLedger(undo_limit, earlier.agreement)
         self._retracted_earlier = earlier.n_retracted
-        self._sent: dict[int, PackedSegment] = {}  # clips the trainer has, packed once for it and the journal
+        self._sent: dict[int, PackedClip] = {}  # clips the trainer has, packed once for it and the journal
 
     @property
     def run_labels(self) -> int:
         """The run's labels (a resumed run's earlier ones too), not counting those taken back."""
         return self.next_seq - self._retracted_earlier - len(self.ledger.retracted)
 
-    def record(self, a: Segment, b: Segment, label: float, labeller: str, seconds: float | None = None) -> Recorded:
+    def record(self, a: Clip, b: Clip, label: float, labeller: str, seconds: float | None = None) -> Recorded:
         """Journal a label (on disk before anything else happens), then send it and any new clip on."""
-        new = [seg for seg in (a, b) if seg.seg_id not in self._sent]
+        new = [seg for seg in (a, b) if seg.clip_id not in self._sent]
         for seg in new:
-            self._sent[seg.seg_id] = pack(seg)
+            self._sent[seg.clip_id] = pack(seg)
         seq, self.next_seq = self.next_seq, self.next_seq + 1
         if self.journal is not None:
-            self.journal.append(seq, self._sent[a.seg_id], self._sent[b.seg_id], label, labeller, seconds)
+            self.journal.append(seq, self._sent[a.clip_id], self._sent[b.clip_id], label, labeller, seconds)
         for seg in new:
-            self._put(SegmentData(self._sent[seg.seg_id]))
-        self._put(Preference(a.seg_id, b.seg_id, float(label), seq, labeller, seconds))
+            self._put(ClipData(self._sent[seg.clip_id]))
+        self._put(Preference(a.clip_id, b.clip_id, float(label), seq, labeller, seconds))
         self.n_sent += 1
         recorded = Recorded(seq, a, b, labeller, float(label))
         self.ledger.remember(recorded)
         return recorded
 
-    def forget(self, seg_id: int) -> None:
+    def forget(self, clip_id: int) -> None:
         """The clip can be paired no more: the trainer may let it go once no label of its uses it."""
-        if self._sent.pop(seg_id, None) is not None:
-            self._put(ForgetSegment(seg_id))
+        if self._sent.pop(clip_id, None) is not None:
+            self._put(ForgetClip(clip_id))
 
     def retract(self, taken: Recorded) -> None:
         """Journal and send the retraction of an answer: a first answer's label leaves the database; a second answer

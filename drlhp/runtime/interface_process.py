@@ -16,8 +16,8 @@ from drlhp.labelling.pair_selection import DisagreementScorer
 from drlhp.labelling.protocols import Labeller, ServesPage, SyntheticLabeller
 from drlhp.labelling.recorder import EarlierLabels
 from drlhp.reward.torch_setup import set_up_torch
+from drlhp.runtime.clip_channel import ClipChannel
 from drlhp.runtime.messages import RunStart
-from drlhp.runtime.segment_channel import SegmentChannel
 from drlhp.runtime.settings import InterfaceConfig
 from drlhp.runtime.shared import SharedStats, StopFlag
 
@@ -26,21 +26,21 @@ from drlhp.runtime.shared import SharedStats, StopFlag
 IDLE_WAIT_S, CONCURRENT_WAIT_S = 0.1, 0.01
 
 
-def run_pref_interface(config: InterfaceConfig, channel: SegmentChannel, pref_queue, run_start, stop: StopFlag,
+def run_pref_interface(config: InterfaceConfig, channel: ClipChannel, label_queue, run_start, stop: StopFlag,
                        stats: SharedStats, url_queue=None) -> None:
     """Process main: receive clips, ask for labels, until ``stop`` is set; ``url_queue`` gets the web page's address."""
     start = _await_run_start(run_start, stop)
     if start is None:
-        pref_queue.put(None)
+        label_queue.put(None)
         return
     try:
-        process = InterfaceProcess(config, channel, pref_queue, start, stop, stats)
+        process = InterfaceProcess(config, channel, label_queue, start, stop, stats)
         if url_queue is not None:
             labeller = process.interface.labeller
             url_queue.put((labeller.url, labeller.owner_url) if isinstance(labeller, ServesPage) else None)
         process.run()
     finally:
-        pref_queue.put(None)  # the end marker: the trainer stops waiting for labels
+        label_queue.put(None)  # the end marker: the trainer stops waiting for labels
 
 
 def _await_run_start(run_start, stop: StopFlag) -> RunStart | None:
@@ -54,12 +54,12 @@ def _await_run_start(run_start, stop: StopFlag) -> RunStart | None:
 
 
 class InterfaceProcess:
-    """The interface process's main thread: clips from ``channel`` into the interface, labels onto ``pref_queue``."""
+    """The interface process's main thread: clips from ``channel`` into the interface, labels onto ``label_queue``."""
 
-    def __init__(self, config: InterfaceConfig, channel: SegmentChannel, pref_queue, start: RunStart,
+    def __init__(self, config: InterfaceConfig, channel: ClipChannel, label_queue, start: RunStart,
                  stop: StopFlag, stats: SharedStats) -> None:
         self.channel, self.stop, self.stats = channel, stop, stats
-        self.first_seg_id = start.first_seg_id
+        self.first_clip_id = start.first_clip_id
         self._n_second_published = self._n_retracted_published = -1  # agreement rows are written when they change
         scorer = None
         if config.selection_ckpt is not None:
@@ -71,7 +71,7 @@ class InterfaceProcess:
                                     config.instructions, config.val_fraction)
         asking = PrefInterfaceConfig(config.max_segs, config.seed, config.n_candidate_pairs, config.schedule,
                                      config.undo_limit, config.second_share)
-        self.interface = PrefInterface(asking, self._make_labeller(config), pref_queue, journal, scorer,
+        self.interface = PrefInterface(asking, self._make_labeller(config), label_queue, journal, scorer,
                                        EarlierLabels(start.next_seq, start.n_retracted, start.agreement))
         self._publish()
 
@@ -92,7 +92,7 @@ class InterfaceProcess:
         """Move every clip waiting on the channel into the interface (waiting up to ``timeout`` s for the first)."""
         seg = self.channel.receive(timeout)
         while seg is not None:
-            seg.seg_id += self.first_seg_id
+            seg.clip_id += self.first_clip_id
             self.interface.receive(seg)
             self.stats.clips_received.value += 1
             seg = self.channel.receive(0.0)

@@ -9,13 +9,13 @@ from drlhp.label_store.agreement import Agreement
 class RunStart(NamedTuple):
     """Trainer -> interface, once the run's earlier labels are loaded: where numbering and counts continue."""
 
-    first_seg_id: int  # added to the env side's clip numbers (0, 1, ...), so ids never repeat in a log_dir
+    first_clip_id: int  # added to the env side's clip numbers (0, 1, ...), so ids never repeat in a log_dir
     next_seq: int  # the sequence number of the run's next label
     n_retracted: int = 0  # the run's labels taken back: the label budget has counted next_seq - n_retracted
     agreement: Agreement | None = None  # pairs answered twice so far, per labeller pair (the live count goes on)
 
 
-class SavePrefs(NamedTuple):
+class SaveLabels(NamedTuple):
     """Main -> trainer: write train.pkl.gz and val.pkl.gz into ``directory``, then reply."""
 
     directory: str
@@ -30,8 +30,8 @@ class TrainerReady(NamedTuple):
     training_step: int  # the reward network's
 
 
-class PrefsSaved(NamedTuple):
-    """Trainer -> main: the reply to ``SavePrefs``."""
+class LabelsSaved(NamedTuple):
+    """Trainer -> main: the reply to ``SaveLabels``."""
 
     paths: list[str]
     n_train: int

@@ -4,7 +4,7 @@ One pipeline serves all N envs of a vector env: two processes, one database, one
 one window and one prompt for a person, whatever N is. The front-ends only translate their env
 API's conventions (autoreset, terminal observations, info formats) into ``step()`` calls on this
 class. Each step's clips are cut per env (``drlhp.clips.cutting``) and go to the preference
-interface through shared memory (``drlhp.runtime.segment_channel``); ``drlhp.runtime.workers``
+interface through shared memory (``drlhp.runtime.clip_channel``); ``drlhp.runtime.workers``
 starts, watches and stops the two processes. Between steps a cheap check notices each new
 checkpoint; the N frames of a step go through the reward network in one batch. The picture of
 the whole: docs/architecture.md.
@@ -27,8 +27,8 @@ from drlhp.labelling.human import check_can_ask
 from drlhp.labelling.schedule import labels_remaining
 from drlhp.reward.predictor import RewardPredictor, check_checkpoint_frames
 from drlhp.reward.torch_setup import set_up_torch
+from drlhp.runtime.clip_channel import ClipChannel
 from drlhp.runtime.contract import Pipeline
-from drlhp.runtime.segment_channel import SegmentChannel
 from drlhp.runtime.settings import human_config, interface_config, trainer_config, web_config
 from drlhp.runtime.stats import PipelineStats
 from drlhp.runtime.workers import Workers
@@ -82,7 +82,7 @@ class PreferencePipeline(Pipeline):
 
         # Episode ids are unique across envs, so the interface can tell episodes apart.
         self.episode_clips = EpisodeClips(frame_spec, config.segment_length, n_envs) if config.collect_prefs else None
-        self._channel: SegmentChannel | None = None  # the workers', on the step path without a lookup
+        self._channel: ClipChannel | None = None  # the workers', on the step path without a lookup
         if config.collect_prefs or config.train_reward:
             self._start_workers(pretrained_ckpt, human, web)
         if config.resume:

@@ -3,7 +3,7 @@
 It holds the log_dir's lock for as long as it runs, loads what the run starts from, tells the
 interface where numbering continues and the main process that it is ready. Then, until asked to
 stop: labels arriving from the interface go into the store (a thread takes them off the queue the
-moment they come, so the interface never waits on a training step), ``SavePrefs`` commands are
+moment they come, so the interface never waits on a training step), ``SaveLabels`` commands are
 answered, the learner takes a training step once there are enough labels, and the store snapshots
 as its labels grow. With ``train_reward=False`` it only collects, so ``save_prefs()`` works while
 nothing trains. On stop it saves the labels not in a snapshot and checkpoints the last steps.
@@ -25,7 +25,7 @@ from drlhp.labelling.schedule import labels_remaining
 from drlhp.reward.learner import Evaluation, Learner
 from drlhp.reward.metrics import MetricsLog
 from drlhp.reward.torch_setup import set_up_torch
-from drlhp.runtime.messages import PrefsSaved, RunStart, SavePrefs, TrainerFailed, TrainerReady
+from drlhp.runtime.messages import LabelsSaved, RunStart, SaveLabels, TrainerFailed, TrainerReady
 from drlhp.runtime.settings import TrainerConfig
 from drlhp.runtime.shared import SharedStats, StopFlag
 from drlhp.storage.files import write_error
@@ -42,7 +42,7 @@ STARTUP_ERRORS = (DrlhpError,)
 END_MARKER_WAIT_S = 5.0
 
 
-def run_reward_trainer(config: TrainerConfig, pref_queue, run_start, commands, replies, stop: StopFlag,
+def run_reward_trainer(config: TrainerConfig, label_queue, run_start, commands, replies, stop: StopFlag,
                        stats: SharedStats) -> None:
     """Process main of the reward-training process."""
     try:  # held until this process ends: after the run's last save, even if the main program crashed
@@ -55,14 +55,14 @@ def run_reward_trainer(config: TrainerConfig, pref_queue, run_start, commands, r
         return
     set_up_torch(config.torch_threads, config.seed)
     try:
-        trainer = TrainerProcess(config, pref_queue, commands, replies, stop, stats)
+        trainer = TrainerProcess(config, label_queue, commands, replies, stop, stats)
     except STARTUP_ERRORS as e:
         replies.put(TrainerFailed(e))
         stop.wait()
         return
     store = trainer.store
     if config.collect_prefs:
-        run_start.put(RunStart(store.next_seg_id, store.next_seq, len(store.buffer.retracted), store.agreement))
+        run_start.put(RunStart(store.next_clip_id, store.next_seq, len(store.buffer.retracted), store.agreement))
     replies.put(TrainerReady(len(store.buffer.train_db), len(store.buffer.val_db), store.buffer.n_received,
                              trainer.learner.step))
     trainer.run()
@@ -72,16 +72,16 @@ class LabelReceiver(threading.Thread):
     """Moves the interface's label records off the process queue into ``arrived`` as they come; ends at the
     ``None`` end marker."""
 
-    def __init__(self, pref_queue) -> None:
+    def __init__(self, label_queue) -> None:
         super().__init__(name="drlhp-label-receiver", daemon=True)
-        self.pref_queue = pref_queue
+        self.label_queue = label_queue
         self.arrived: queue.SimpleQueue[LabelRecord] = queue.SimpleQueue()
         self.done = threading.Event()
         self.error: str | None = None
 
     def run(self) -> None:
         try:
-            while (record := self.pref_queue.get()) is not None:
+            while (record := self.label_queue.get()) is not None:
                 self.arrived.put(record)
         except BaseException:
             self.error = traceback.format_exc()
@@ -92,7 +92,7 @@ class LabelReceiver(threading.Thread):
 class TrainerProcess:
     """The trainer process's main thread; ``run()`` returns when asked to stop."""
 
-    def __init__(self, config: TrainerConfig, pref_queue, commands, replies, stop: StopFlag,
+    def __init__(self, config: TrainerConfig, label_queue, commands, replies, stop: StopFlag,
                  stats: SharedStats) -> None:
         self.config, self.commands, self.replies, self.stop, self.stats = config, commands, replies, stop, stats
         self.store = LabelStore(config.labels)
@@ -101,7 +101,7 @@ class TrainerProcess:
             for path in set_aside_earlier_logs(config.log_dir):
                 log.info("a new run in %s: the earlier run's log is now %s", config.log_dir, path)
         self.metrics = MetricsLog(LogDir(config.log_dir).metrics, config.tensorboard_log)
-        self.receiver = LabelReceiver(pref_queue)
+        self.receiver = LabelReceiver(label_queue)
         self._next_byte_count = 0.0
         stats.labels_in_snapshot.value = self.store.buffer.n_received
         stats.run_labels.value = self.store.buffer.n_labels
@@ -177,11 +177,11 @@ class TrainerProcess:
             cmd = self.commands.get(timeout=timeout) if timeout else self.commands.get_nowait()
         except queue.Empty:
             return
-        if isinstance(cmd, SavePrefs):
+        if isinstance(cmd, SaveLabels):
             try:
                 paths = self.store.save(cmd.directory)
                 self.stats.labels_in_snapshot.value = self.store.n_in_snapshot
-                self.replies.put(PrefsSaved(paths, len(self.store.buffer.train_db), len(self.store.buffer.val_db)))
+                self.replies.put(LabelsSaved(paths, len(self.store.buffer.train_db), len(self.store.buffer.val_db)))
             except WriteError as e:  # the run goes on: its labels are where they were
                 assert isinstance(e.__cause__, OSError)
                 then = "then call save_prefs() again: the run goes on, and has lost nothing."

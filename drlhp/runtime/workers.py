@@ -31,15 +31,15 @@ from typing import Any, TypeVar, cast
 from drlhp.clips.frames import FrameSpec
 from drlhp.config import PreferenceConfig
 from drlhp.errors import UsageError, WorkerError, WriteError
+from drlhp.runtime.clip_channel import ClipChannel
 from drlhp.runtime.interface_process import run_pref_interface
-from drlhp.runtime.messages import PrefsSaved, SavePrefs, TrainerFailed, TrainerReady
-from drlhp.runtime.segment_channel import SegmentChannel
+from drlhp.runtime.messages import LabelsSaved, SaveLabels, TrainerFailed, TrainerReady
 from drlhp.runtime.settings import InterfaceConfig, TrainerConfig
 from drlhp.runtime.shared import SharedStats, StopFlag
 from drlhp.runtime.trainer_process import run_reward_trainer
 
 log = logging.getLogger("drlhp")
-Reply = TypeVar("Reply", TrainerReady, PrefsSaved)
+Reply = TypeVar("Reply", TrainerReady, LabelsSaved)
 
 #: Seconds a worker whose parent died gets to finish (the trainer saves unsaved labels).
 PARENT_DEATH_GRACE_S = 30.0
@@ -58,7 +58,7 @@ class Workers:
         # Any: typeshed types get_context(str) as a BaseContext, which declares no Process; every context has one.
         self.ctx: Any = multiprocessing.get_context(config.mp_start_method)
         self.stats = SharedStats(self.ctx)
-        self.channel: SegmentChannel | None = None  # clips to the interface (collecting only)
+        self.channel: ClipChannel | None = None  # clips to the interface (collecting only)
         self.labelling_url: str | None = None  # the labelling page's address, token included (labelling="web")
         self.labelling_owner_url: str | None = None  # the run owner's page: who labels, their pace, agreement
         self.closed = True  # until the processes exist, close() has nothing to stop
@@ -79,17 +79,17 @@ class Workers:
         atexit.register(self._close_at_exit)
         self.closed = False
         self._errors = ctx.Queue()
-        self._pref_queue = ctx.Queue(64)
+        self._label_queue = ctx.Queue(64)
         self._run_start, self._commands, self._replies = ctx.Queue(1), ctx.Queue(), ctx.Queue()
         self._url_queue = ctx.Queue(1)
         self._interface_stop, self._trainer_stop = StopFlag(ctx), StopFlag(ctx)
         web = interface is not None and interface.web is not None
         try:
-            self._start(TRAINER, run_reward_trainer, trainer, self._pref_queue, self._run_start, self._commands,
+            self._start(TRAINER, run_reward_trainer, trainer, self._label_queue, self._run_start, self._commands,
                         self._replies, self._trainer_stop, self.stats, stop=self._trainer_stop)
             if interface is not None:
-                self.channel = SegmentChannel(ctx, frame_spec, c.segment_length, n_slots)
-                self._start(INTERFACE, run_pref_interface, interface, self.channel, self._pref_queue,
+                self.channel = ClipChannel(ctx, frame_spec, c.segment_length, n_slots)
+                self._start(INTERFACE, run_pref_interface, interface, self.channel, self._label_queue,
                             self._run_start, self._interface_stop, self.stats, self._url_queue if web else None,
                             stop=self._interface_stop)
             # Wait until the trainer holds the log_dir lock and has loaded what the run starts from,
@@ -115,12 +115,12 @@ class Workers:
         self._watched[proc.sentinel] = name
 
     # -- commands ----------------------------------------------------------------------------
-    def save_prefs(self, directory: str, timeout: float) -> PrefsSaved:
+    def save_prefs(self, directory: str, timeout: float) -> LabelsSaved:
         """Have the trainer write ``train.pkl.gz`` and ``val.pkl.gz`` into ``directory``."""
         if self.closed:
             raise UsageError("save_prefs() needs a running wrapper with collect_prefs=True or prefs_dir=.")
-        self._commands.put(SavePrefs(directory))
-        return self.await_reply(PrefsSaved, timeout)
+        self._commands.put(SaveLabels(directory))
+        return self.await_reply(LabelsSaved, timeout)
 
     def await_reply(self, expected: type[Reply], timeout: float) -> Reply:
         """The trainer's next reply, checking all the while that the workers are alive."""
@@ -201,7 +201,7 @@ class Workers:
         self._interface_stop.set()
         self._stop(INTERFACE, timeout=5.0)
         try:
-            self._pref_queue.put(None, timeout=1.0)  # in case the interface died before saying so
+            self._label_queue.put(None, timeout=1.0)  # in case the interface died before saying so
         except queue.Full:
             pass
         self._trainer_stop.set()
@@ -209,7 +209,7 @@ class Workers:
         error = self._pending_error()
         for name in self._procs:
             self._stop(name, 0)
-        for q in (self._errors, self._pref_queue, self._run_start, self._commands, self._replies, self._url_queue):
+        for q in (self._errors, self._label_queue, self._run_start, self._commands, self._replies, self._url_queue):
             q.cancel_join_thread()
             q.close()
         if self.channel is not None:

@@ -32,7 +32,7 @@ class SocketLabeller:
         if self._file is None:
             self._file = socket.create_connection(("127.0.0.1", self.port)).makefile("rw")
         try:
-            self._file.write(json.dumps([a.seg_id, b.seg_id]) + "\n")
+            self._file.write(json.dumps([a.clip_id, b.clip_id]) + "\n")
             self._file.flush()
             answer = self._file.readline()
         except OSError:

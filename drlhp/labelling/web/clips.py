@@ -60,15 +60,15 @@ class ClipImages:
         self._episode: tuple[int, list[np.ndarray]] = (0, [])
         self._episode_png: tuple[int, bytes] | None = None
 
-    def clip_png(self, seg_id: int, frames: Sequence[np.ndarray] | np.ndarray) -> bytes:
+    def clip_png(self, clip_id: int, frames: Sequence[np.ndarray] | np.ndarray) -> bytes:
         with self._lock:
-            png = self._cache.get(seg_id)
+            png = self._cache.get(clip_id)
             if png is not None:
-                self._cache.move_to_end(seg_id)
+                self._cache.move_to_end(clip_id)
                 return png
         png = sprite_png(frames, self.spec)
         with self._lock:
-            self._cache[seg_id] = png
+            self._cache[clip_id] = png
             while len(self._cache) > CACHE_SIZE:
                 self._cache.popitem(last=False)
         return png

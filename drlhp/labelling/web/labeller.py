@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from drlhp.clips.clip import Clip
 from drlhp.clips.frames import FrameSpec
-from drlhp.clips.segments import Segment
 from drlhp.labelling.answers import Event, TakeBack
 from drlhp.labelling.display import auto_zoom, frame_hw
 from drlhp.labelling.schedule import labels_remaining
@@ -77,10 +77,10 @@ class WebLabeller:
         if agreement is not None:
             self._agreement = agreement
 
-    def label(self, a: Segment, b: Segment) -> float | None:
+    def label(self, a: Clip, b: Clip) -> float | None:
         raise TypeError("the web labeller takes pairs with offer() and gives answers with take_answers()")
 
-    def offer(self, a: Segment, b: Segment) -> None:
+    def offer(self, a: Clip, b: Clip) -> None:
         self.pool.offer(a, b)
 
     def wants_pairs(self) -> bool:
@@ -93,8 +93,8 @@ class WebLabeller:
         """The answer (or take-back) is recorded (journaled, or a skip): log it and let its browser go on."""
         answer = event.answer if isinstance(event, TakeBack) else event
         if self.config.log_path and answer.label is not None:
-            log_human_label(self.config.log_path, pair=answer.pair_id, clip_left=answer.a.seg_id,
-                            clip_right=answer.b.seg_id, label="undo" if isinstance(event, TakeBack) else answer.label,
+            log_human_label(self.config.log_path, pair=answer.pair_id, clip_left=answer.a.clip_id,
+                            clip_right=answer.b.clip_id, label="undo" if isinstance(event, TakeBack) else answer.label,
                             labeller=answer.labeller,
                             seconds_to_answer="" if answer.seconds is None else f"{answer.seconds:.3f}")
         if not isinstance(event, TakeBack):

@@ -24,7 +24,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Callable, Literal
 
-from drlhp.clips.segments import Segment
+from drlhp.clips.clip import Clip
 from drlhp.errors import ConfigError
 from drlhp.labelling.answers import DEFAULT_UNDO_LIMIT, Answer, Event, TakeBack
 
@@ -43,8 +43,8 @@ class OutPair:
     """A pair offered to the web labellers."""
 
     pair_id: int
-    a: Segment
-    b: Segment
+    a: Clip
+    b: Clip
     holder: str | None = None  # who it is handed to now
     handed_at: float = 0.0  # when, by the pool's clock
     first: Answer | None = None  # waiting for a second opinion: the first answer (someone else must give it)
@@ -92,11 +92,11 @@ class PairPool:
         self._undoable: dict[str, deque[Answer]] = {}
         self._seconds: dict[str, deque[float]] = {}
 
-    def offer(self, a: Segment, b: Segment) -> int:
+    def offer(self, a: Clip, b: Clip) -> int:
         with self._lock:
             return self._add(a, b)
 
-    def _add(self, a: Segment, b: Segment, holder: str | None = None, first: Answer | None = None) -> int:
+    def _add(self, a: Clip, b: Clip, holder: str | None = None, first: Answer | None = None) -> int:
         pair_id, self._next_id = self._next_id, self._next_id + 1
         self._out[pair_id] = OutPair(pair_id, a, b, holder, self.clock() if holder else 0.0, first)
         return pair_id
@@ -251,12 +251,12 @@ class PairPool:
         return [{"name": n, "labels": self.count(n), "pace": self.pace(n), "idle": round(now - self._last_seen[n], 1)}
                 for n in names]
 
-    def clip(self, seg_id: int) -> Segment | None:
+    def clip(self, clip_id: int) -> Clip | None:
         """The clip of that id if a pair out with the labellers shows it (only those are served), else None."""
         with self._lock:
             for p in self._out.values():
                 for seg in (p.a, p.b):
-                    if seg.seg_id == seg_id:
+                    if seg.clip_id == clip_id:
                         return seg
         return None
 

@@ -87,7 +87,7 @@ class LabellingServer:
             web.get("/owner", self._index("owner.html")),
             web.get("/static/owner.js", self._static("owner.js", "text/javascript")),
             web.get("/api/owner", self._owner),
-            web.get(r"/clip/{seg_id:\d{1,18}}.png", self._clip),
+            web.get(r"/clip/{clip_id:\d{1,18}}.png", self._clip),
             web.get("/api/episode", self._episode),
             web.get(r"/episode/{episode_id:\d{1,18}}.png", self._episode_png),
         ])
@@ -176,16 +176,16 @@ class LabellingServer:
                "instructions": s.instructions, "undo": self.pool.undoable(name), "pace": self.pool.pace(name)}
         if pair is not None:
             n = len(pair.a.frames)
-            out.update(pair=pair.pair_id, left=pair.a.seg_id, right=pair.b.seg_id, frames=n, cols=sheet_cols(n),
+            out.update(pair=pair.pair_id, left=pair.a.clip_id, right=pair.b.clip_id, frames=n, cols=sheet_cols(n),
                        second=pair.first is not None)
         return out
 
     # -- pictures -----------------------------------------------------------------------
     async def _clip(self, request: web.Request) -> web.Response:
-        seg = self.pool.clip(int(request.match_info["seg_id"]))
+        seg = self.pool.clip(int(request.match_info["clip_id"]))
         if seg is None:
             raise web.HTTPNotFound(text="no such clip out with the labellers")
-        png = await asyncio.get_running_loop().run_in_executor(None, self.clips.clip_png, seg.seg_id, seg.frames)
+        png = await asyncio.get_running_loop().run_in_executor(None, self.clips.clip_png, seg.clip_id, seg.frames)
         return web.Response(body=png, content_type="image/png")
 
     async def _episode(self, request: web.Request) -> web.Response:

@@ -3,15 +3,15 @@ import multiprocessing
 import numpy as np
 from conftest import wait_for
 
-from drlhp.clips.cutting import EpisodeClips, SegmentBuilder
+from drlhp.clips.cutting import ClipBuilder, EpisodeClips
 from drlhp.clips.frames import infer_frame_spec
-from drlhp.runtime.segment_channel import SegmentChannel
+from drlhp.runtime.clip_channel import ClipChannel
 
 SPEC = infer_frame_spec(np.zeros((6, 6, 1), np.uint8))
 
 
 def test_builder_returns_full_segments_in_order():
-    b = SegmentBuilder(SPEC, 3)
+    b = ClipBuilder(SPEC, 3)
     done = []
     for t in range(7):
         out = b.add(np.full((6, 6, 1), t, np.uint8), float(t))
@@ -21,7 +21,7 @@ def test_builder_returns_full_segments_in_order():
 
 
 def test_segment_never_spans_two_episodes():
-    b = SegmentBuilder(SPEC, 3)
+    b = ClipBuilder(SPEC, 3)
     for t in range(2):
         b.add(np.full((6, 6, 1), t, np.uint8), 0.0)
     b.end_episode()  # the 2-frame tail is dropped
@@ -60,17 +60,17 @@ def test_episodes_shorter_than_a_clip_are_reported_once_and_only_before_a_first_
 
 def test_channel_moves_segments_and_drops_when_full():
     ctx = multiprocessing.get_context("spawn")
-    channel = SegmentChannel(ctx, SPEC, 3, n_slots=2)
+    channel = ClipChannel(ctx, SPEC, 3, n_slots=2)
     frames = np.arange(3 * 36, dtype=np.uint8).reshape(3, 6, 6, 1)
     assert channel.send(frames, np.array([1.0, 2.0, 3.0]))
     assert channel.send(frames + 1, np.zeros(3))
     assert not channel.send(frames, np.zeros(3))  # both slots in flight: dropped, not blocked
     assert (channel.n_sent, channel.n_dropped) == (2, 1)
     first = channel.receive(timeout=5)
-    assert first.seg_id == 0 and np.array_equal(first.frames, frames) and first.rewards.tolist() == [1, 2, 3]
+    assert first.clip_id == 0 and np.array_equal(first.frames, frames) and first.rewards.tolist() == [1, 2, 3]
     frames[:] = 0  # the sender's buffer is reused: the received copy must not change
     assert first.frames.sum() > 0
-    assert channel.receive(timeout=5).seg_id == 1
+    assert channel.receive(timeout=5).clip_id == 1
     # Slots come back asynchronously (through the queue's feeder thread).
     assert wait_for(lambda: channel.send(frames, np.zeros(3)), timeout=5)
     assert channel.receive(timeout=5).frames.sum() == 0

@@ -4,7 +4,7 @@ Pickling a Pong clip through a ``multiprocessing.Queue`` costs the main process
 many times what copying it into preallocated shared memory does
 (docs/benchmarks.md), plus GIL contention from the queue's feeder thread. So the channel owns
 ``n_slots`` shared-memory slots: the sender copies a finished segment into a free
-slot and sends only ``(slot, seg_id, rewards)``; the receiver copies the frames
+slot and sends only ``(slot, clip_id, rewards)``; the receiver copies the frames
 out and hands the slot back. When no slot is free the segment is dropped and
 counted: ``step()`` never waits for the other process.
 """
@@ -14,11 +14,11 @@ import queue
 
 import numpy as np
 
+from drlhp.clips.clip import Clip
 from drlhp.clips.frames import FrameSpec
-from drlhp.clips.segments import Segment
 
 
-class SegmentChannel:
+class ClipChannel:
     """A small queue of segments backed by shared memory; create it before starting the receiver."""
 
     def __init__(self, ctx, spec: FrameSpec, length: int, n_slots: int) -> None:
@@ -69,16 +69,16 @@ class SegmentChannel:
         return True
 
     # -- receiver (preference-interface process) ------------------------------
-    def receive(self, timeout: float) -> Segment | None:
+    def receive(self, timeout: float) -> Clip | None:
         """The next segment, or None if none arrives within ``timeout`` seconds."""
         try:
             message = self._ready.get(timeout=timeout) if timeout > 0 else self._ready.get_nowait()
         except queue.Empty:
             return None
-        slot, seg_id, rewards, episode, env_index = message
+        slot, clip_id, rewards, episode, env_index = message
         frames = self.slots[slot].copy()
         self._free.put(slot)
-        return Segment(seg_id, frames, rewards, episode, env_index)
+        return Clip(clip_id, frames, rewards, episode, env_index)
 
     def close(self) -> None:
         for q in (self._ready, self._free):

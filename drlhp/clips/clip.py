@@ -11,17 +11,17 @@ import numpy as np
 
 
 @dataclass
-class Segment:
+class Clip:
     """``length`` consecutive frames of one episode and the true rewards of those steps.
 
     ``frames`` has shape ``(length, *frame_shape)``; ``rewards`` has shape
-    ``(length,)`` (float64). ``seg_id`` is unique within one wrapper's run;
+    ``(length,)`` (float64). ``clip_id`` is unique within one wrapper's run;
     ``episode`` identifies the episode, unique across the envs of one run (-1 where
     unknown, e.g. loaded from a file); ``env_index`` is the sub-env of a vector env
     it came from (0 for a single env).
     """
 
-    seg_id: int
+    clip_id: int
     frames: np.ndarray
     rewards: np.ndarray
     episode: int = -1
@@ -44,27 +44,27 @@ def unpack_frames(data: bytes, shape: tuple[int, ...], dtype: np.dtype | str) ->
     return np.frombuffer(zlib.decompress(data), np.dtype(dtype)).reshape(shape)
 
 
-class PackedSegment:
-    """A ``Segment`` whose frames are kept zlib-compressed in memory; ``frames`` decompresses them.
+class PackedClip:
+    """A ``Clip`` whose frames are kept zlib-compressed in memory; ``frames`` decompresses them.
 
     Why: the trainer holds thousands of clips, and pixel clips compress well and
     quickly (docs/benchmarks.md, "Memory" and "Figures behind the code"). A training
     step unpacks only its minibatch.
     """
 
-    __slots__ = ("seg_id", "rewards", "episode", "env_index", "_data", "_shape", "_dtype")
+    __slots__ = ("clip_id", "rewards", "episode", "env_index", "_data", "_shape", "_dtype")
 
-    def __init__(self, seg: Segment) -> None:
-        self.seg_id, self.rewards, self.episode, self.env_index = seg.seg_id, seg.rewards, seg.episode, seg.env_index
+    def __init__(self, seg: Clip) -> None:
+        self.clip_id, self.rewards, self.episode, self.env_index = seg.clip_id, seg.rewards, seg.episode, seg.env_index
         self._shape, self._dtype = seg.frames.shape, seg.frames.dtype
         self._data = pack_frames(seg.frames)
 
     @classmethod
-    def from_packed(cls, seg_id: int, data: bytes, shape: tuple, dtype: np.dtype, rewards: np.ndarray,
-                    episode: int = -1, env_index: int = 0) -> PackedSegment:
+    def from_packed(cls, clip_id: int, data: bytes, shape: tuple, dtype: np.dtype, rewards: np.ndarray,
+                    episode: int = -1, env_index: int = 0) -> PackedClip:
         """A segment from already packed frames (as ``packed_frames`` gave them, e.g. read from a file)."""
         seg = cls.__new__(cls)
-        seg.seg_id, seg.rewards, seg.episode, seg.env_index = seg_id, rewards, episode, env_index
+        seg.clip_id, seg.rewards, seg.episode, seg.env_index = clip_id, rewards, episode, env_index
         seg._data, seg._shape, seg._dtype = data, tuple(shape), np.dtype(dtype)
         return seg
 
@@ -88,6 +88,6 @@ class PackedSegment:
         return len(self._data) + self.rewards.nbytes
 
 
-def pack(seg) -> PackedSegment:
+def pack(seg) -> PackedClip:
     """``seg`` with its frames compressed (``seg`` itself if it already is)."""
-    return seg if isinstance(seg, PackedSegment) else PackedSegment(seg)
+    return seg if isinstance(seg, PackedClip) else PackedClip(seg)

@@ -123,7 +123,7 @@ def test_train_reward_takes_the_levers_and_leaves_the_labels_alone(tmp_path):
     buffer.save(str(tmp_path / "prefs"))
     row = train_reward(str(tmp_path / "prefs"), str(tmp_path / "run"), steps=20, reward_predictor_ckpt_interval=10,
                        ensemble_size=1, augment_shift=2, temporal_crop_min_length=3, pseudo_label_threshold=0.51)
-    assert row["training_step"] == 20 and row["n_train_prefs"] + row["n_val_prefs"] == 20
+    assert row["training_step"] == 20 and row["n_train_labels"] + row["n_val_labels"] == 20
     saved = PrefBuffer.load_all(str(tmp_path / "prefs"))
     assert len(saved.train_db) + len(saved.val_db) == 20
     assert not (tmp_path / "run" / "train.pkl.gz").exists()  # a training-only run writes no labels

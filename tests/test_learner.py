@@ -49,7 +49,7 @@ def test_the_learner_learns_the_labels_and_checkpoints_at_its_steps(tmp_path):
     last = evaluations[-1]
     assert untrained.training_step == 0 and untrained.val_accuracy < 0.6  # about chance
     assert last.val_accuracy > 0.85
-    assert last.n_train_prefs + last.n_val_prefs == 200 and last.l2_coefficient > 0
+    assert last.n_train_labels + last.n_val_labels == 200 and last.l2_coefficient > 0
     assert learner.checkpointed
 
     loaded = RewardPredictor.load(LogDir(str(tmp_path)).checkpoint)

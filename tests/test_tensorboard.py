@@ -64,7 +64,7 @@ def test_the_callback_without_a_drlhp_wrapper_says_what_to_do(tmp_path):
 
 
 def evaluation(step):
-    return Evaluation(step, n_train_prefs=8, n_val_prefs=2, train_loss=0.6, train_accuracy=0.7, val_loss=0.65,
+    return Evaluation(step, n_train_labels=8, n_val_labels=2, train_loss=0.6, train_accuracy=0.7, val_loss=0.65,
                       val_accuracy=0.6, l2_coefficient=0.01, pairs_per_second=100.0, raw_reward_centre=0.0,
                       raw_reward_std=1.0, centre_gap=0.25 * step)
 

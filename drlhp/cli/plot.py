@@ -67,7 +67,8 @@ def plot(log_dir: str, out: str | None = None, prefs_dir: str | None = None) -> 
     acc.axhline(0.5, color="grey", lw=0.8, ls=":")
     for ax in (loss, acc):
         ax.legend()
-    labels.plot(m["wall_time_s"] / 60, m["n_train_prefs"] + m["n_val_prefs"], marker=".")
+    held = ("n_train_labels", "n_val_labels") if "n_train_labels" in m else ("n_train_prefs", "n_val_prefs")  # older
+    labels.plot(m["wall_time_s"] / 60, m[held[0]] + m[held[1]], marker=".")
     labels.set(title="labels in the database", xlabel="minutes since the trainer started", ylabel="pairs")
     _plot_returns(returns, log_dir, prefs_dir or log_dir)
     return _save(fig, log_dir, out)

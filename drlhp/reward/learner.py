@@ -71,8 +71,8 @@ class Evaluation:
     and the pairs trained per second since the last checkpoint."""
 
     training_step: int
-    n_train_prefs: int
-    n_val_prefs: int
+    n_train_labels: int
+    n_val_labels: int
     train_loss: float  # the mean over the training steps since the last checkpoint
     train_accuracy: float
     val_loss: float  # nan without validation pairs

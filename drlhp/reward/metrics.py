@@ -19,8 +19,8 @@ log = logging.getLogger("drlhp.learner")
 #: ``centre_gap``: where the raw reward's mean lies against its median (``drlhp.reward.normaliser.centre_gap``);
 #: ``noise_prob``: the share of random answers the loss assumes; ``pairs_left_out`` and ``pairs_flipped``: by the
 #: label filter (``label_filter``, ``label_flip``).
-METRICS_COLUMNS = ("training_step", "wall_time_s", "labels", "pairs_asked", "labels_remaining", "n_train_prefs",
-                   "n_val_prefs", "train_loss", "train_accuracy", "val_loss", "val_accuracy", "l2_coefficient",
+METRICS_COLUMNS = ("training_step", "wall_time_s", "labels", "pairs_asked", "labels_remaining", "n_train_labels",
+                   "n_val_labels", "train_loss", "train_accuracy", "val_loss", "val_accuracy", "l2_coefficient",
                    "pairs_per_second", "labels_retracted", "pairs_answered_twice", "agreement", "centre_gap",
                    "noise_prob", "pairs_left_out", "pairs_flipped")
 
@@ -52,7 +52,7 @@ class MetricsLog:
         row = {"training_step": e.training_step, "wall_time_s": round(time.monotonic() - self._start, 3),
                "labels": labels, "pairs_asked": pairs_asked,
                "labels_remaining": math.nan if labels_remaining is None else labels_remaining,
-               "n_train_prefs": e.n_train_prefs, "n_val_prefs": e.n_val_prefs, "train_loss": e.train_loss,
+               "n_train_labels": e.n_train_labels, "n_val_labels": e.n_val_labels, "train_loss": e.train_loss,
                "train_accuracy": e.train_accuracy, "val_loss": e.val_loss, "val_accuracy": e.val_accuracy,
                "l2_coefficient": e.l2_coefficient, "pairs_per_second": e.pairs_per_second,
                "labels_retracted": labels_retracted, "pairs_answered_twice": agreement.n_pairs,
@@ -64,14 +64,14 @@ class MetricsLog:
                 "reward/train_loss": e.train_loss, "reward/train_accuracy": e.train_accuracy,
                 "reward/val_loss": e.val_loss, "reward/val_accuracy": e.val_accuracy,
                 "reward/pairs_per_second": e.pairs_per_second, "reward/labels": labels,
-                "reward/pairs_asked": pairs_asked, "reward/prefs_in_db": e.n_train_prefs + e.n_val_prefs,
+                "reward/pairs_asked": pairs_asked, "reward/labels_kept": e.n_train_labels + e.n_val_labels,
                 "reward/l2_coefficient": e.l2_coefficient, "reward/raw_reward_centre": e.raw_reward_centre,
                 "reward/raw_reward_std": e.raw_reward_std, "reward/centre_gap": e.centre_gap,
                 "labels/retracted": labels_retracted,
                 **agreement_scalars(agreement)})
-        log.info("reward step %d: train loss %.4f acc %.3f | val loss %.4f acc %.3f | %d/%d prefs | L2 %.2g | "
+        log.info("reward step %d: train loss %.4f acc %.3f | val loss %.4f acc %.3f | %d/%d labels | L2 %.2g | "
                  "%.0f pairs/s", e.training_step, e.train_loss, e.train_accuracy, e.val_loss, e.val_accuracy,
-                 e.n_train_prefs, e.n_val_prefs, e.l2_coefficient, e.pairs_per_second)
+                 e.n_train_labels, e.n_val_labels, e.l2_coefficient, e.pairs_per_second)
         return row
 
     def close(self) -> None:

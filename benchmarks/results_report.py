@@ -34,6 +34,7 @@ as it is of other settings than today's) with its normalised score.
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import sys
 import textwrap
@@ -48,7 +49,9 @@ from run_records import RESULTS, ROOT, Record, read_csv, read_records, teacher_n
 DOCS = ROOT / "docs" / "results.md"
 HISTORY = ROOT / "docs" / "history.md"
 #: The pages with generated blocks: <!-- report:NAME --> ... <!-- /report -->.
-PAGES = (DOCS, HISTORY, ROOT / "README.md")
+PAGES = (DOCS, HISTORY, ROOT / "README.md", ROOT / "docs" / "labelling.md")
+#: The labelling page's pace, measured by benchmarks/web_labelling_pace.py.
+PACE = RESULTS / "labelling_pace" / "pong_web.json"
 IMAGES = ROOT / "docs" / "images"
 WINDOW = 20  # episodes in a score
 REPS = 2000  # bootstrap resamples: the intervals' second decimal is stable at this many
@@ -575,6 +578,21 @@ def label_noise_table(root: Path = RESULTS) -> str:
     return "\n".join(lines) if len(lines) > 2 else "Not measured yet."
 
 
+def pace_sentence(path: Path = PACE) -> str:
+    """How many labels an hour of a person makes on the page: the pace record's seconds a label, as a sentence."""
+    if not path.exists():
+        return "Not measured yet."
+    r = json.loads(path.read_text())
+    seconds = r["label_seconds"]
+    mean = float(np.mean(seconds))
+    return (f"With the default clip ({r['clip']['frames']} frames at {r['clip']['fps']:g} a second; Pong), a person "
+            f"who watches both clips once and answers at once gives a label every {mean:.2f} s on average "
+            f"({min(seconds):.2f}-{max(seconds):.2f} s over {len(seconds)} labels, {r['watch_seconds']:.2f} s of it "
+            f"watching): at most {3600 / mean:,.0f} labels an hour, and 1,000 labels in no less than "
+            f"{1000 * mean / 60:.0f} minutes. Each second a person thinks adds to every label "
+            f"(`benchmarks/web_labelling_pace.py`, {r['date']}).")
+
+
 def final_val_accuracy(record: Record) -> str:
     rows = record.metrics()
     return f"{float(rows[-1]['val_accuracy']):.3f}" if rows else "—"
@@ -606,6 +624,8 @@ def tables(records: list[Record]) -> dict[str, str]:
         "mujococurves": curves_table(per_task, "mujoco"),
         "levers": levers_table(records, per_task),  # docs/history.md's
         "labelnoise": label_noise_table(),
+        # docs/labelling.md's
+        "pace": pace_sentence(),
         "random": f"Random policies' returns (0 on the normalised scale): {randoms}.",
     }
 

@@ -1,6 +1,7 @@
 """The results page's tables are the run records', computed as documented: scores, normalisation, IQM."""
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -419,3 +420,13 @@ def test_the_results_page_stays_under_300_lines():
     n_lines = len(results_report.DOCS.read_text().splitlines())
     assert n_lines < 300, (f"docs/results.md has {n_lines} lines: move what is dated to docs/history.md, or let a "
                            "generated table say what prose repeats")
+
+
+def test_the_pace_sentence_is_the_records_mean_and_spread_as_labels_an_hour(tmp_path):
+    path = tmp_path / "pong_web.json"
+    path.write_text(json.dumps({"clip": {"frames": 25, "fps": 20.0, "zoom": None}, "watch_seconds": 2.5,
+                                "label_seconds": [2.5, 3.0, 3.5], "date": "2026-12-02"}))
+    sentence = results_report.pace_sentence(path)
+    assert "every 3.00 s on average (2.50-3.50 s over 3 labels, 2.50 s of it watching)" in sentence
+    assert "at most 1,200 labels an hour, and 1,000 labels in no less than 50 minutes" in sentence
+    assert results_report.pace_sentence(tmp_path / "none.json") == "Not measured yet."

@@ -71,6 +71,7 @@ def main() -> None:
                         help="times both clips play before each answer (default: 2)")
     parser.add_argument("--seed", type=int, default=0, help="of the answers' sides")
     parser.add_argument("--record", help="write pong_web.json here")
+    parser.add_argument("--beside", default="", help="what else ran on the machine meanwhile, for the record")
     args = parser.parse_args()
     if CHROMIUM is None:
         sys.exit("error: needs Debian's chromium (apt-get install chromium) and playwright (pip install playwright)")
@@ -110,7 +111,7 @@ def main() -> None:
             "watch_seconds": watch, "label_seconds": [round(s, 3) for s in seconds],
             "command": "python benchmarks/web_labelling_pace.py " + shlex.join(sys.argv[1:]),
             "commit": git_commit(), "date": time.strftime("%Y-%m-%d", time.gmtime()),
-            "machine": f"{os.cpu_count()} cores, beside whatever else ran (see the session's notes)",
+            "machine": f"{os.cpu_count()} cores" + (f", beside {args.beside}" if args.beside else ", nothing else running"),
         }, indent=1) + "\n")
         print(f"wrote {out}")
 

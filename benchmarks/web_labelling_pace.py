@@ -111,7 +111,7 @@ def main() -> None:
             "watch_seconds": watch, "label_seconds": [round(s, 3) for s in seconds],
             "command": "python benchmarks/web_labelling_pace.py " + shlex.join(sys.argv[1:]),
             "commit": git_commit(), "date": time.strftime("%Y-%m-%d", time.gmtime()),
-            "machine": f"{os.cpu_count()} cores" + (f", beside {args.beside}" if args.beside else ", nothing else running"),
+            "machine": f"{os.cpu_count()} cores, {'beside ' + args.beside if args.beside else 'nothing else running'}",
         }, indent=1) + "\n")
         print(f"wrote {out}")
 

@@ -112,7 +112,7 @@ def evaluate_reward(checkpoint: str, prefs_dir: str, split: str = "val", batch_s
     if n_pairs == 0:
         raise NoLabelsError(f"{prefs_dir!r} has no {split} pairs")
 
-    clips = [seg for db in dbs for seg in db.segments.values()]
+    clips = [clip for db in dbs for clip in db.segments.values()]
     total, report = n_pairs + len(clips), on_progress or (lambda done, total: None)
 
     def batches():
@@ -125,9 +125,9 @@ def evaluate_reward(checkpoint: str, prefs_dir: str, split: str = "val", batch_s
 
     loss, accuracy = RewardOptimiser(predictor).evaluate(batches())
     predicted, true = [], []
-    for k, seg in enumerate(clips):
-        predicted.append(predictor.normalised_rewards(seg.frames))
-        true.append(seg.rewards)
+    for k, clip in enumerate(clips):
+        predicted.append(predictor.normalised_rewards(clip.frames))
+        true.append(clip.rewards)
         report(n_pairs + k + 1, total)
     return RewardEvaluation(n_pairs, loss, accuracy, spearman(np.concatenate(predicted), np.concatenate(true)))
 

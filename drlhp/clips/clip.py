@@ -54,19 +54,20 @@ class PackedClip:
 
     __slots__ = ("clip_id", "rewards", "episode", "env_index", "_data", "_shape", "_dtype")
 
-    def __init__(self, seg: Clip) -> None:
-        self.clip_id, self.rewards, self.episode, self.env_index = seg.clip_id, seg.rewards, seg.episode, seg.env_index
-        self._shape, self._dtype = seg.frames.shape, seg.frames.dtype
-        self._data = pack_frames(seg.frames)
+    def __init__(self, clip: Clip) -> None:
+        self.clip_id, self.rewards = clip.clip_id, clip.rewards
+        self.episode, self.env_index = clip.episode, clip.env_index
+        self._shape, self._dtype = clip.frames.shape, clip.frames.dtype
+        self._data = pack_frames(clip.frames)
 
     @classmethod
     def from_packed(cls, clip_id: int, data: bytes, shape: tuple, dtype: np.dtype, rewards: np.ndarray,
                     episode: int = -1, env_index: int = 0) -> PackedClip:
         """A segment from already packed frames (as ``packed_frames`` gave them, e.g. read from a file)."""
-        seg = cls.__new__(cls)
-        seg.clip_id, seg.rewards, seg.episode, seg.env_index = clip_id, rewards, episode, env_index
-        seg._data, seg._shape, seg._dtype = data, tuple(shape), np.dtype(dtype)
-        return seg
+        clip = cls.__new__(cls)
+        clip.clip_id, clip.rewards, clip.episode, clip.env_index = clip_id, rewards, episode, env_index
+        clip._data, clip._shape, clip._dtype = data, tuple(shape), np.dtype(dtype)
+        return clip
 
     @property
     def packed_frames(self) -> tuple[bytes, tuple, np.dtype]:
@@ -88,6 +89,6 @@ class PackedClip:
         return len(self._data) + self.rewards.nbytes
 
 
-def pack(seg) -> PackedClip:
-    """``seg`` with its frames compressed (``seg`` itself if it already is)."""
-    return seg if isinstance(seg, PackedClip) else PackedClip(seg)
+def pack(clip) -> PackedClip:
+    """``clip`` with its frames compressed (``clip`` itself if it already is)."""
+    return clip if isinstance(clip, PackedClip) else PackedClip(clip)

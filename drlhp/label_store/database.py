@@ -92,10 +92,10 @@ class PrefDB:
                seconds: float | None = None, seq: int = -1) -> None:
         """Add one labelled pair (label: P(a preferred)), the run's ``seq``-th label, evicting the oldest pair if
         full."""
-        for seg in (a, b):
-            if seg.clip_id not in self.segments:
-                self.segments[seg.clip_id] = pack(seg)
-            self._refs[seg.clip_id] = self._refs.get(seg.clip_id, 0) + 1
+        for clip in (a, b):
+            if clip.clip_id not in self.segments:
+                self.segments[clip.clip_id] = pack(clip)
+            self._refs[clip.clip_id] = self._refs.get(clip.clip_id, 0) + 1
         label = float(label)
         self.prefs.append((a.clip_id, b.clip_id, label))
         self.labellers.append(labeller)

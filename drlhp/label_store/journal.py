@@ -130,11 +130,11 @@ def _record(meta: dict, blob: bytes = b"") -> bytes:
     return _HEAD.pack(MAGIC, len(payload), zlib.crc32(payload)) + payload
 
 
-def _clip_record(seg: PackedClip) -> bytes:
-    data, shape, dtype = seg.packed_frames
-    rewards = np.ascontiguousarray(seg.rewards, dtype=np.float64)
-    meta = {"kind": "clip", "seg_id": seg.clip_id, "shape": list(shape), "dtype": dtype.str,
-            "episode": seg.episode, "env_index": seg.env_index, "n_frame_bytes": len(data)}
+def _clip_record(clip: PackedClip) -> bytes:
+    data, shape, dtype = clip.packed_frames
+    rewards = np.ascontiguousarray(clip.rewards, dtype=np.float64)
+    meta = {"kind": "clip", "seg_id": clip.clip_id, "shape": list(shape), "dtype": dtype.str,
+            "episode": clip.episode, "env_index": clip.env_index, "n_frame_bytes": len(data)}
     return _record(meta, data + rewards.tobytes())
 
 

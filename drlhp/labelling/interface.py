@@ -98,22 +98,22 @@ class PrefInterface:
         self._rng = random.Random(config.seed)  # which answered pairs get a second opinion
 
     # -- clips in --------------------------------------------------------------------------
-    def receive(self, seg: Clip) -> None:
+    def receive(self, clip: Clip) -> None:
         """A new clip: it joins the buffer at the next ``step``; a labeller that shows episodes is shown each one
         it completes."""
-        self._pending.append(seg)
-        finished = self._episodes.add(seg)
+        self._pending.append(clip)
+        finished = self._episodes.add(clip)
         if finished and self._watcher is not None:
             self._watcher.show_episode([f for s in finished for f in s.frames])
 
-    def add_segment(self, seg: Clip) -> None:
+    def add_segment(self, clip: Clip) -> None:
         """Put a clip in the buffer now; the trainer may let go of those it evicts."""
-        for clip_id in self.chooser.add(seg):
+        for clip_id in self.chooser.add(clip):
             self.recorder.forget(clip_id)
 
     def _take_in_pending(self) -> None:
-        for seg in self._pending:
-            self.add_segment(seg)
+        for clip in self._pending:
+            self.add_segment(clip)
             self._owed += self.labeller.pairs_per_segment or 0
         self._pending.clear()
 
@@ -225,9 +225,9 @@ class PrefInterface:
         """Journal a label and send it on (``AnswerRecorder.record``); a clip that left the buffer while its pair was
         out with a labeller (web) is forgotten then."""
         recorded = self.recorder.record(a, b, label, labeller, seconds)
-        for seg in (a, b):
-            if seg.clip_id not in self.chooser.segments:
-                self.recorder.forget(seg.clip_id)
+        for clip in (a, b):
+            if clip.clip_id not in self.chooser.segments:
+                self.recorder.forget(clip.clip_id)
         return recorded
 
     def retract_last(self, labeller: str) -> Recorded:
@@ -269,11 +269,11 @@ class EpisodeTracker:
         self.max_segments = max_segments
         self.current: dict[int, deque[Clip]] = {}
 
-    def add(self, seg: Clip) -> list[Clip] | None:
-        current = self.current.setdefault(seg.env_index, deque(maxlen=self.max_segments))
+    def add(self, clip: Clip) -> list[Clip] | None:
+        current = self.current.setdefault(clip.env_index, deque(maxlen=self.max_segments))
         finished = None
-        if current and seg.episode != current[-1].episode:
+        if current and clip.episode != current[-1].episode:
             finished = list(current)
             current.clear()
-        current.append(seg)
+        current.append(clip)
         return finished

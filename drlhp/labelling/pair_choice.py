@@ -27,9 +27,9 @@ class PairChooser:
         self._again: list[tuple[Clip, Clip]] = []  # pairs to ask before any other, the next on top
         self._rng = random.Random(seed)
 
-    def add(self, seg: Clip) -> list[int]:
+    def add(self, clip: Clip) -> list[int]:
         """Put a clip in the buffer; returns the ids of the oldest it evicted past ``max_segs``."""
-        self.segments[seg.clip_id] = seg
+        self.segments[clip.clip_id] = clip
         evicted = []
         while len(self.segments) > self.max_segs:
             old_id, _ = self.segments.popitem(last=False)

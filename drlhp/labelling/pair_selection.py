@@ -78,8 +78,8 @@ class DisagreementScorer:
         predictor = self.predictor
         assert predictor is not None  # ready
         todo = [s for s in reversed(segments) if self._returns.get(s.clip_id, (-1,))[0] != self._generation][:limit]
-        for seg in todo:
-            self._returns[seg.clip_id] = (self._generation, predictor.member_rewards(seg.frames).sum(axis=0))
+        for clip in todo:
+            self._returns[clip.clip_id] = (self._generation, predictor.member_rewards(clip.frames).sum(axis=0))
         return len(todo)
 
     def forget(self, clip_id: int) -> None:

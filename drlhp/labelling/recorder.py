@@ -54,14 +54,14 @@ class AnswerRecorder:
 
     def record(self, a: Clip, b: Clip, label: float, labeller: str, seconds: float | None = None) -> Recorded:
         """Journal a label (on disk before anything else happens), then send it and any new clip on."""
-        new = [seg for seg in (a, b) if seg.clip_id not in self._sent]
-        for seg in new:
-            self._sent[seg.clip_id] = pack(seg)
+        new = [clip for clip in (a, b) if clip.clip_id not in self._sent]
+        for clip in new:
+            self._sent[clip.clip_id] = pack(clip)
         seq, self.next_seq = self.next_seq, self.next_seq + 1
         if self.journal is not None:
             self.journal.append(seq, self._sent[a.clip_id], self._sent[b.clip_id], label, labeller, seconds)
-        for seg in new:
-            self._put(ClipData(self._sent[seg.clip_id]))
+        for clip in new:
+            self._put(ClipData(self._sent[clip.clip_id]))
         self._put(Preference(a.clip_id, b.clip_id, float(label), seq, labeller, seconds))
         self.n_sent += 1
         recorded = Recorded(seq, a, b, labeller, float(label))

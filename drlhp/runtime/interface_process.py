@@ -90,12 +90,12 @@ class InterfaceProcess:
 
     def receive(self, timeout: float) -> None:
         """Move every clip waiting on the channel into the interface (waiting up to ``timeout`` s for the first)."""
-        seg = self.channel.receive(timeout)
-        while seg is not None:
-            seg.clip_id += self.first_clip_id
-            self.interface.receive(seg)
+        clip = self.channel.receive(timeout)
+        while clip is not None:
+            clip.clip_id += self.first_clip_id
+            self.interface.receive(clip)
             self.stats.clips_received.value += 1
-            seg = self.channel.receive(0.0)
+            clip = self.channel.receive(0.0)
 
     def idle(self) -> None:
         """While a person thinks: take clips in, and score clips for the next pick."""

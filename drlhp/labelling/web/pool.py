@@ -255,9 +255,9 @@ class PairPool:
         """The clip of that id if a pair out with the labellers shows it (only those are served), else None."""
         with self._lock:
             for p in self._out.values():
-                for seg in (p.a, p.b):
-                    if seg.clip_id == clip_id:
-                        return seg
+                for clip in (p.a, p.b):
+                    if clip.clip_id == clip_id:
+                        return clip
         return None
 
     def fail_waiting(self, why: str) -> None:

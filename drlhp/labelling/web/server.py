@@ -182,10 +182,10 @@ class LabellingServer:
 
     # -- pictures -----------------------------------------------------------------------
     async def _clip(self, request: web.Request) -> web.Response:
-        seg = self.pool.clip(int(request.match_info["clip_id"]))
-        if seg is None:
+        clip = self.pool.clip(int(request.match_info["clip_id"]))
+        if clip is None:
             raise web.HTTPNotFound(text="no such clip out with the labellers")
-        png = await asyncio.get_running_loop().run_in_executor(None, self.clips.clip_png, seg.clip_id, seg.frames)
+        png = await asyncio.get_running_loop().run_in_executor(None, self.clips.clip_png, clip.clip_id, clip.frames)
         return web.Response(body=png, content_type="image/png")
 
     async def _episode(self, request: web.Request) -> web.Response:

@@ -30,7 +30,7 @@ def shown_default(field: dataclasses.Field) -> str:
     if isinstance(value, bool) or value is None:
         return str(value)
     if isinstance(value, int):
-        return f"{value:,}" if value >= 10_000 else str(value)  # a port or a count of labels reads as it is
+        return str(value) if field.name.endswith("port") else f"{value:,}"
     if isinstance(value, float):
         return f"{value:g}"
     return f"`{type(value).__name__}()`"  # an object made with its own defaults (the perfect SyntheticTeacher)

@@ -29,6 +29,7 @@ from drlhp.labelling.protocols import DEFAULT_PAIRS_PER_SEGMENT, GivesSecondOpin
 from drlhp.labelling.schedule import DEFAULT_LABEL_SCHEDULE, LabelSchedule, ScheduleKind
 from drlhp.labelling.terminal import CONTROLLING_TERMINAL
 from drlhp.reward.augment import Augmentation
+from drlhp.reward.label_noise import LabelFilter
 from drlhp.reward.normaliser import DEFAULT_REWARD_CENTRE, REWARD_CENTRES, RewardCentre
 from drlhp.reward.predictor import (
     ARCHS,
@@ -331,15 +332,6 @@ def check_config(c: PreferenceConfig) -> None:
     need(c.segment_length >= 1, f"segment_length must be >= 1, got {c.segment_length}")
     need(0.0 <= c.val_fraction < 1.0, f"val_fraction must be in [0, 1), got {c.val_fraction}")
     need(0.0 <= c.noise_prob < 1.0, f"noise_prob must be in [0, 1), got {c.noise_prob}")
-    need(c.label_filter is None or 0.0 < c.label_filter < 0.5,
-         f"label_filter must be in (0, 0.5), the probability below which a label is left out (e.g. 0.1), or None "
-         f"to train on every label; got {c.label_filter}")
-    need(c.label_flip is None or 0.0 < c.label_flip < 0.5,
-         f"label_flip must be in (0, 0.5), the probability below which a label is flipped (e.g. 0.02), or None to "
-         f"flip none; got {c.label_flip}")
-    need(c.label_flip is None or c.label_filter is None or c.label_flip < c.label_filter,
-         f"label_flip ({c.label_flip}) must be below label_filter ({c.label_filter}): a label is flipped where the "
-         "network is surer of the other answer than where it is left out")
     need(0.0 <= c.reward_predictor_dropout < 1.0, "reward_predictor_dropout must be in [0, 1)")
     need(c.reward_scale > 0, f"reward_scale must be > 0, got {c.reward_scale}")
     for name in ("n_initial_prefs", "n_initial_training_steps"):
@@ -347,7 +339,7 @@ def check_config(c: PreferenceConfig) -> None:
     for name in ("max_prefs_in_db", "reward_predictor_ckpt_interval", "reward_predictor_batch_size", "ensemble_size"):
         need(getattr(c, name) >= 1, f"{name} must be >= 1, got {getattr(c, name)}")
     need(c.label_budget is None or c.label_budget >= 1, f"label_budget must be >= 1 (or None), got {c.label_budget}")
-    _ = c.schedule, c.augmentation  # building them checks their settings
+    _ = c.schedule, c.augmentation, LabelFilter(c.label_filter, c.label_flip)  # building them checks their settings
     need(c.reward_centre in REWARD_CENTRES, f"reward_centre must be one of {REWARD_CENTRES}, got {c.reward_centre!r}")
     need(c.reward_predictor_frame_norm in FRAME_NORMS,
          f"reward_predictor_frame_norm must be one of {FRAME_NORMS}, got {c.reward_predictor_frame_norm!r}")

@@ -19,6 +19,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from drlhp.errors import ConfigError
 from drlhp.label_store.database import PrefDB
 
 #: Pairs judged a forward pass at a time (as the optimiser's evaluation batches).
@@ -68,11 +69,11 @@ class LabelFilter:
     def __init__(self, leave_out_below: float | None, flip_below: float | None = None) -> None:
         for name, bound in (("label_filter", leave_out_below), ("label_flip", flip_below)):
             if bound is not None and not 0.0 < bound < 0.5:
-                raise ValueError(f"{name} must be in (0, 0.5): the probability of a label below which the network "
-                                 f"overrules it, got {bound}")
+                raise ConfigError(f"{name} must be in (0, 0.5): the probability of a label below which the network "
+                                  f"overrules it (e.g. 0.1 to leave out, 0.02 to flip), or None; got {bound}")
         if leave_out_below is not None and flip_below is not None and flip_below >= leave_out_below:
-            raise ValueError(f"label_flip ({flip_below}) must be below label_filter ({leave_out_below}): a label is "
-                             "flipped where the network is surer of the other answer than where it is left out")
+            raise ConfigError(f"label_flip ({flip_below}) must be below label_filter ({leave_out_below}): a label is "
+                              "flipped where the network is surer of the other answer than where it is left out")
         self.leave_out_below, self.flip_below = leave_out_below, flip_below
         self._distrusted: set[tuple[int, int]] = set()
         self._flipped: set[tuple[int, int]] = set()

@@ -1,11 +1,11 @@
-"""Moving segments from the env process to the preference interface without pickling.
+"""Moving clips from the env process to the preference interface without pickling.
 
 Pickling a Pong clip through a ``multiprocessing.Queue`` costs the main process
 many times what copying it into preallocated shared memory does
 (docs/benchmarks.md), plus GIL contention from the queue's feeder thread. So the channel owns
-``n_slots`` shared-memory slots: the sender copies a finished segment into a free
+``n_slots`` shared-memory slots: the sender copies a finished clip into a free
 slot and sends only ``(slot, clip_id, rewards)``; the receiver copies the frames
-out and hands the slot back. When no slot is free the segment is dropped and
+out and hands the slot back. When no slot is free the clip is dropped and
 counted: ``step()`` never waits for the other process.
 """
 from __future__ import annotations
@@ -19,7 +19,7 @@ from drlhp.clips.frames import FrameSpec
 
 
 class ClipChannel:
-    """A small queue of segments backed by shared memory; create it before starting the receiver."""
+    """A small queue of clips backed by shared memory; create it before starting the receiver."""
 
     def __init__(self, ctx, spec: FrameSpec, length: int, n_slots: int) -> None:
         self.spec = spec
@@ -51,7 +51,7 @@ class ClipChannel:
 
     # -- sender (env process) -------------------------------------------------
     def send(self, frames: np.ndarray, rewards: np.ndarray, episode: int = -1, env_index: int = 0) -> bool:
-        """Offer a segment; returns False (and counts a drop) if the receiver is behind."""
+        """Offer a clip; returns False (and counts a drop) if the receiver is behind."""
         if not self._free_local:
             try:
                 while True:
@@ -70,7 +70,7 @@ class ClipChannel:
 
     # -- receiver (preference-interface process) ------------------------------
     def receive(self, timeout: float) -> Clip | None:
-        """The next segment, or None if none arrives within ``timeout`` seconds."""
+        """The next clip, or None if none arrives within ``timeout`` seconds."""
         try:
             message = self._ready.get(timeout=timeout) if timeout > 0 else self._ready.get_nowait()
         except queue.Empty:

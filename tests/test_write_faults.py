@@ -22,7 +22,7 @@ from drlhp.storage.curve_csv import LearningCurveWriter, read_rows
 from drlhp.storage.files import append_csv_row, atomic_writes
 from drlhp.storage.layout import LogDir
 
-DISK_BYTES = 8 * 2 ** 20
+DISK_BYTES = 64 * 2 ** 20  # room for a slow machine's run to collect for long before fill() (1.5 MiB here)
 
 
 class FullDisk:
@@ -32,10 +32,12 @@ class FullDisk:
         self.root, self.real = root, real
         self.ballast = os.path.join(root, "ballast")
         self.settings = {} if real else {"mp_start_method": "fork"}  # a forked worker inherits the patched fsync
+        if real:  # made now: on a disk the run has already filled, creating it would fail
+            open(self.ballast, "wb").close()
 
     def fill(self) -> None:
         """Take every free byte (or, without a tmpfs, make fsync refuse the run's files)."""
-        with open(self.ballast, "wb") as f:
+        with open(self.ballast, "ab") as f:
             if not self.real:
                 return
             with contextlib.suppress(OSError):

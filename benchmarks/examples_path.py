@@ -1,13 +1,13 @@
 """How a benchmark uses the examples' own modules (their recipes, agent checkpoint and arguments; examples/ is no
-package): it runs in a Python that has examples/ on its PYTHONPATH, as ``PYTHONPATH=examples python
-benchmarks/<name>.py`` would, never by editing its own ``sys.path``. No module name is in both folders
+package): it runs in a Python that has examples/ on its PYTHONPATH, as ``PYTHONPATH=examples python -m
+benchmarks.<kind>.<name>`` would, never by editing its own ``sys.path``. No example is named ``benchmarks``
 (tests/test_import_paths.py holds it), so neither shadows the other."""
 from __future__ import annotations
 
 import os
 import sys
 
-EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")
+EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")  # beside benchmarks/
 
 
 def with_examples() -> None:

@@ -70,7 +70,7 @@ class Args:
         "help": "save the agent every this many agent steps (and at the end; 0: only at the end)"})
     keep_agents: bool = field(default=False, metadata={
         "help": "also keep each saved agent as agent/agent_<agent steps>.pt (policies of every skill the run "
-                "passed through, e.g. for benchmarks/reward_signal.py)"})
+                "passed through, e.g. for benchmarks/experiments/reward_signal.py)"})
     seed: int = field(default=0, metadata={"help": "seed of the envs, the agent and drlhp"})
     # drlhp's settings: each flag, help and default as declared (drlhp.config), unless an example says otherwise.
     segment_length: int = drlhp_setting("segment_length")
@@ -150,7 +150,8 @@ def parse_args(description: str, **defaults) -> Args:
     if args.life_loss_penalty and (args.true_reward or args.human or args.web):
         parser.error("--life-loss-penalty changes what the synthetic teacher counts, not the game's score: a "
                      "true-reward run learns from the score and a person judges a life lost themselves; drop it "
-                     "there (benchmarks/learning_curves.py --baseline reuses a true-reward run of the defaults)")
+                     "there (benchmarks/experiments/learning_curves.py --baseline reuses a true-reward run of the "
+                     "defaults)")
     teacher_flags = changed_teacher_flags(args)
     if teacher_flags and (args.true_reward or args.human or args.web):
         parser.error(f"{', '.join(teacher_flags)}: the synthetic teacher's settings; a true-reward run has no "

@@ -341,7 +341,7 @@ def test_a_replay_buffer_valid_but_for_an_object_array_is_refused_and_runs_nothi
 
 
 def test_a_recording_valid_but_for_an_object_array_is_refused_and_runs_nothing(tmp_path):
-    from reward_signal import Recording
+    from benchmarks.experiments.reward_signal import Recording
 
     path = str(tmp_path / "agent_1.npz")
     np.savez_compressed(path, observations=np.zeros((3, 4), np.float32), rewards=np.zeros(3, np.float32),

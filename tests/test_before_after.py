@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import before_after  # benchmarks/' own module (pytest's pythonpath, pyproject.toml)
+from benchmarks.speed import before_after
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -43,5 +43,5 @@ def test_the_docs_before_after_tables_are_their_records():
     for suite, records, in_docs in found:
         paths = [str(ROOT / p) for p in records.split()]
         generated = before_after.suite_table(*paths) if suite else before_after.table(before_after.read(paths))
-        assert in_docs == generated, f"regenerate: python benchmarks/before_after.py {'--suite ' if suite else ''}" \
-                                     f"{records}"
+        assert in_docs == generated, \
+            f"regenerate: python -m benchmarks.speed.before_after {'--suite ' if suite else ''}{records}"

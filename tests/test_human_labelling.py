@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 from conftest import FakePixelEnv, resume_and_read_labels, wait_for
 from scripts.human_session import make_env as make_session_env
-from virtual_desktop import missing_tools, virtual_desktop, wait_for_text  # benchmarks/'s, the benchmark's too
 
+from benchmarks.virtual_desktop import missing_tools, virtual_desktop, wait_for_text  # the benchmark's too
 from drlhp import HumanPreferencesEnvWrapper, PrefDB
 from drlhp.labelling.display import BORDER_PX, CAPTION_PX, PROGRESS_PX
 from drlhp.labelling.human import PAIR_WINDOW

@@ -121,11 +121,12 @@ def test_no_example_or_benchmark_edits_sys_path():
                        "or run with examples/ on PYTHONPATH: benchmarks/examples_path.py's with_examples()")
 
 
-def test_no_module_name_is_in_two_of_examples_benchmarks_and_tests():
-    """examples/, benchmarks/ and tests/ are all on the tests' path, and the examples' and the benchmarks' on a
-    benchmark's that uses the examples: a name in two of them would shadow one module with another."""
+def test_no_module_name_is_in_two_of_examples_tests_and_the_root():
+    """examples/ and tests/ are on the tests' path beside the repository's root (whose ``benchmarks`` package the
+    tests import), and examples/ on a benchmark's that uses the examples: a name in two of them would shadow one
+    module with another."""
     folders: dict[str, list[str]] = {}
-    for folder in ("examples", "benchmarks", "tests"):
+    for folder in ("examples", "tests", "."):
         for p in (ROOT / folder).iterdir():
             if p.suffix == ".py" or (p / "__init__.py").exists():
                 folders.setdefault(p.stem, []).append(folder)

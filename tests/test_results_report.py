@@ -7,8 +7,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import results_report  # benchmarks/' own module (pytest's pythonpath, pyproject.toml)
-from run_records import KEYS, read_records, write_record
+
+from benchmarks.report import results_report
+from benchmarks.report.run_records import KEYS, read_records, write_record
 
 pytest.importorskip("rliable")
 ROOT = Path(__file__).resolve().parent.parent
@@ -20,7 +21,7 @@ def test_the_results_pages_tables_are_what_the_records_give():
     assert set(in_docs) == set(generated)
     for name, body in generated.items():
         assert in_docs[name] == body, f"the pages' {name} block is not the records': run " \
-                                      "python benchmarks/results_report.py --write-docs"
+                                      "python -m benchmarks.report.results_report --write-docs"
 
 
 def test_the_same_scores_give_the_same_interval_whatever_numpys_global_generator_has_done():
@@ -253,7 +254,7 @@ def test_the_curves_table_gives_each_runs_milestones_best_and_late_mean(tmp_path
 
 
 def test_the_ending_table_reads_the_log_and_the_recordings_it_names(tmp_path):
-    from run_records import save_arrays
+    from benchmarks.report.run_records import save_arrays
 
     policies = tmp_path / "benchmarks" / "results" / "seaquest" / "policies" / "drlhp_seed0"
     policies.mkdir(parents=True)
@@ -261,7 +262,8 @@ def test_the_ending_table_reads_the_log_and_the_recordings_it_names(tmp_path):
     save_arrays(policies / "agent_1000000.npz", rewards=np.ones(100, np.float32), episodes=episodes)
     log = policies.parent / "ending.log"
     log.write_text(
-        "$ python benchmarks/reward_signal.py measure benchmarks/results/seaquest/run/reward_predictor.ckpt "
+        "$ python -m benchmarks.experiments.reward_signal measure "
+        "benchmarks/results/seaquest/run/reward_predictor.ckpt "
         "--policies benchmarks/results/seaquest/policies/drlhp_seed0 --per-policy\n"
         "checkpoint      r_disc  typical  ending  ending_true\n"
         "benchmarks/results/seaquest/run/reward_predictor.ckpt  0.1  0.0  0.6  -0.1\n"
@@ -400,19 +402,23 @@ def test_every_number_in_the_results_pages_prose_is_generated_or_checked_against
                  if number not in known[""] and number not in known.get(section, {})]
     assert not unchecked, (
         "numbers in docs/results.md's prose that no record or setting gives (generate them in "
-        f"benchmarks/results_report.py, or check them in checked_numbers()): {unchecked}")
+        f"benchmarks/report/results_report.py, or check them in checked_numbers()): {unchecked}")
     headings = {line[3:] for line in results_report.DOCS.read_text().splitlines() if line.startswith("## ")}
     assert set(known) - {""} <= headings, "a section was renamed: follow it in checked_numbers()"
 
 
 def test_every_script_the_records_modules_name_is_there():
     """run_records.py once named a report script that was not (atari_report.py): what they name, they have."""
+    ours = {p.name for folder in ("benchmarks", "examples") for p in (ROOT / folder).rglob("*.py")}
     for module in ("run_records.py", "results_report.py"):
-        text = (ROOT / "benchmarks" / module).read_text()
+        text = (ROOT / "benchmarks" / "report" / module).read_text()
         named = set(re.findall(r"\b([a-z_]+\.py)\b", text))
         assert named, module
-        missing = sorted(n for n in named if not any((ROOT / d / n).is_file() for d in ("benchmarks", "examples")))
-        assert not missing, f"benchmarks/{module} names {missing}, which are not in benchmarks/ or examples/"
+        assert not named - ours, f"{module} names {sorted(named - ours)}, which are not in benchmarks/ or examples/"
+        modules = set(re.findall(r"\bbenchmarks(?:\.[a-z_]+)+", text))
+        assert modules, module
+        missing = sorted(m for m in modules if not (ROOT / (m.replace(".", "/") + ".py")).is_file())
+        assert not missing, f"{module} names {missing}, which are not modules of benchmarks/"
 
 
 def test_the_results_page_stays_under_300_lines():

@@ -1,8 +1,9 @@
-"""The offline measure of a reward signal (benchmarks/reward_signal.py) on rewards whose signal is known."""
+"""The offline measure of a reward signal (benchmarks/experiments/reward_signal.py) on rewards whose signal is known."""
 
 import numpy as np
 import pytest
-from reward_signal import (
+
+from benchmarks.experiments.reward_signal import (
     GAMMA,
     Recording,
     discounted_to_go,
@@ -129,7 +130,7 @@ def test_a_recording_loads_with_its_top_rows_blanked_and_the_rest_as_recorded(tm
 
 
 def test_each_checkpoints_rows_per_policy_follow_it_with_its_own_figures(tmp_path, monkeypatch):
-    import reward_signal
+    from benchmarks.experiments import reward_signal
 
     paths = [str(tmp_path / f"agent_{steps}.npz") for steps in (1, 2)]
     for steps, path in enumerate(paths, 1):
@@ -146,8 +147,7 @@ def test_each_checkpoints_rows_per_policy_follow_it_with_its_own_figures(tmp_pat
 
 
 def test_a_state_recording_keeps_its_observations_and_a_fallible_teacher_labels_its_clips(tmp_path):
-    from reward_signal import make_labels
-
+    from benchmarks.experiments.reward_signal import make_labels
     from drlhp.label_store.database import PrefBuffer
 
     rng = np.random.default_rng(3)

@@ -11,10 +11,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import run_records  # benchmarks/' own module (pytest's pythonpath, pyproject.toml)
 from agent_checkpoint import load_agent_state  # examples/' own module (pytest's pythonpath, pyproject.toml)
-from learning_curves import changed_defaults, drlhp_settings, launches_of, teacher_of
-from run_records import RecordError, free_folder, read_records, record_name, slim, write_record
+
+from benchmarks.experiments.learning_curves import changed_defaults, drlhp_settings, launches_of, teacher_of
+from benchmarks.report import run_records
+from benchmarks.report.run_records import RecordError, free_folder, read_records, record_name, slim, write_record
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -66,8 +67,8 @@ def test_only_the_label_budget_seed_bookkeeping_and_the_teacher_leave_a_run_on_t
 
 
 def run_learning_curves(*args: str) -> str:
-    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "learning_curves.py"), *args],
-                          capture_output=True, text=True, timeout=240,
+    done = subprocess.run([sys.executable, "-m", "benchmarks.experiments.learning_curves", *args],
+                          capture_output=True, text=True, timeout=240, cwd=ROOT,
                           env={**os.environ, "OMP_NUM_THREADS": "1"})
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     return done.stdout
@@ -148,7 +149,7 @@ def test_the_budget_names_each_file_over_it_and_the_slim_command(tmp_path, monke
     monkeypatch.setattr(run_records, "FILE_LIMIT_BYTES", 500)
     problem = run_records.over_budget(tmp_path)
     assert problem is not None and "big.csv is" in problem and "small.csv" not in problem
-    assert "python benchmarks/run_records.py slim" in problem
+    assert "python -m benchmarks.report.run_records slim" in problem
     monkeypatch.setattr(run_records, "BUDGET_BYTES", 700)
     assert "not under" in run_records.over_budget(tmp_path)
 

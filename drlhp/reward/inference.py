@@ -39,7 +39,7 @@ from drlhp.reward.layers import (
 )
 
 # Gathering patches beats a grouped convolution on small maps only (at batch 1: see
-# benchmarks/ensemble_forward.py): the gathered patches grow with the map, the call overhead does not.
+# benchmarks/speed/ensemble_forward.py): the gathered patches grow with the map, the call overhead does not.
 # The Atari network's 9x9 and 7x7 maps gain; the keypoint network's 16x16 maps (64x64 frames) lose.
 MAX_GATHER_MAP = 12 * 12
 

@@ -276,8 +276,8 @@ def fit_normaliser(predictor: RewardPredictor, db: PrefDB, n_clips: int, scale: 
 
     Why so many clips: fitted on a few dozen, the normaliser alone moved the agent's discounted return on Pong at
     every checkpoint by more than the training steps between checkpoints did; on hundreds, far less
-    (``benchmarks/reward_signal.py switch``; the figures are in docs/history.md, "How far the reward jumps at
-    each checkpoint").
+    (``benchmarks/experiments/reward_signal.py switch``; the figures are in docs/history.md, "How far the reward jumps
+    at each checkpoint").
     """
     raw = sample_member_rewards(predictor, db, n_clips, rng)
     return RewardNormaliser.fit(raw, scale, centre), centre_gap(raw)

@@ -9,7 +9,7 @@ The members of an ensemble (the paper uses 3) are one network with grouped
 layers: member ``m`` owns channel group ``m`` of every convolution and slice
 ``m`` of every dense layer, so all members run in one call of each layer: the
 env process's batch-1 forward pass (``drlhp.reward.inference``) costs little more than one
-member's (``benchmarks/ensemble_forward.py``, docs/benchmarks.md), where separate networks
+member's (``benchmarks/speed/ensemble_forward.py``, docs/benchmarks.md), where separate networks
 would cost M times the per-layer call overhead that dominates small batches.
 """
 from __future__ import annotations

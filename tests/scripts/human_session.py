@@ -14,7 +14,7 @@ from drlhp import HumanPreferencesEnvWrapper
 
 SETTINGS = dict(synthetic_preferences=False, collect_prefs=True, train_reward=False, segment_length=20,
                 display_fps=20, seed=0, log_level=30)
-# A checkpoint whose ensemble picks the pairs (benchmarks/human_labelling_rate.py --disagreement).
+# A checkpoint whose ensemble picks the pairs (benchmarks/speed/human_labelling_rate.py --disagreement).
 if os.environ.get("DRLHP_SESSION_CHECKPOINT"):
     SETTINGS["pretrained_reward_predictor_dir"] = os.environ["DRLHP_SESSION_CHECKPOINT"]
 # The task in words, shown above every question.

@@ -12,7 +12,7 @@ thread) runs in another process, shows what merely sharing the machine with a
 trainer costs: on 2 vCPUs that share caches and memory bandwidth, Pong's
 emulator slows down even though the trainer never touches its core.
 
-    python benchmarks/sb3_throughput.py [--steps 2048] [--rounds 5] [--n-envs 1] [--envs moving_dot pong]
+    python -m benchmarks.speed.sb3_throughput [--steps 2048] [--rounds 5] [--n-envs 1] [--envs moving_dot pong]
 """
 from __future__ import annotations
 
@@ -22,9 +22,9 @@ import tempfile
 import time
 
 import torch
-from measured_envs import make_env, make_vec_env, one_thread, run_per_env, untrained_checkpoint
 from stable_baselines3 import PPO
 
+from benchmarks.measured_envs import make_env, make_vec_env, one_thread, run_per_env, untrained_checkpoint
 from drlhp import HumanPreferencesEnvWrapper
 from drlhp.sb3 import HumanPreferencesVecEnvWrapper
 

@@ -17,7 +17,7 @@ the predicted vs true return difference; pairs of equal true return left out), a
 Spearman rho of per-frame predicted vs true reward on 100 of those clips spread over the stream. Mean +- sd
 over ``--seeds`` seeds.
 
-    python benchmarks/label_efficiency.py [--seeds 3] [--workers 2] [--steps-per-label 1] [--quick]
+    python -m benchmarks.experiments.label_efficiency [--seeds 3] [--workers 2] [--steps-per-label 1] [--quick]
         [--targets fixed random] [--policies random learning] [--teachers perfect noisy]
         [--methods "random, 1 net" ...] [--variants default atari keypoints ...]
 """
@@ -31,8 +31,8 @@ import time
 
 import numpy as np
 import torch
-from dot_clips import clip_stream, random_pairs
 
+from benchmarks.dot_clips import clip_stream, random_pairs
 from drlhp import SyntheticTeacher
 from drlhp.cli.offline import spearman
 from drlhp.clips.frames import infer_frame_spec

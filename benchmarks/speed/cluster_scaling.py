@@ -18,7 +18,7 @@ Three parts (``--parts``):
   bytes per second cut (uncompressed) vs received by the service; then how many runner
   calls per second the service actor answers (empty, and with one Pong clip each).
 
-    python benchmarks/cluster_scaling.py [--parts runners reward_cost bandwidth] [--seconds 20]
+    python -m benchmarks.speed.cluster_scaling [--parts runners reward_cost bandwidth] [--seconds 20]
 """
 from __future__ import annotations
 
@@ -30,8 +30,8 @@ import time
 import gymnasium
 import numpy as np
 import ray
-from measured_envs import make_env, untrained_checkpoint
 
+from benchmarks.measured_envs import make_env, untrained_checkpoint
 from drlhp.clips.frames import infer_frame_spec
 from drlhp.cluster import ClusterPreferenceWrapper, PackedClip, PreferenceService
 from drlhp.reward.predictor import NetConfig, RewardPredictor
@@ -217,9 +217,9 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--clips-per-second", type=float, default=10.0)
     args = parser.parse_args()
-    here = os.path.dirname(os.path.abspath(__file__))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
-             runtime_env={"env_vars": {"PYTHONPATH": here}})  # the runners import this folder's modules
+             runtime_env={"env_vars": {"PYTHONPATH": root}})  # the runners import the benchmarks package
     try:
         if "runners" in args.parts:
             measure_runners(args.steps_per_runner)

@@ -9,7 +9,8 @@ from one pair appearing to the next. What is measured is the page's floor for a 
 time to watch, plus the page's own (the answer on disk, the next pair's clips fetched and drawn). A person who
 thinks adds their own seconds to each label.
 
-    python benchmarks/web_labelling_pace.py [--labels 40] [--loops 2] [--record benchmarks/results/labelling_pace]
+    python -m benchmarks.experiments.web_labelling_pace [--labels 40] [--loops 2] \\
+        [--record benchmarks/results/labelling_pace]
 
 ``--record DIR`` writes ``DIR/pong_web.json``: every label's seconds, the settings, command and commit.
 """
@@ -28,9 +29,8 @@ import threading
 import time
 from pathlib import Path
 
-from measured_envs import make_env
-from run_records import git_commit
-
+from benchmarks.measured_envs import make_env
+from benchmarks.report.run_records import git_commit
 from drlhp import HumanPreferencesEnvWrapper, PreferenceConfig
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -109,7 +109,7 @@ def main() -> None:
             "clip": {"frames": defaults.segment_length, "fps": defaults.display_fps, "zoom": defaults.display_zoom},
             "person": f"watches both clips {args.loops:g} times on the page's clock, then answers at once",
             "watch_seconds": watch, "label_seconds": [round(s, 3) for s in seconds],
-            "command": "python benchmarks/web_labelling_pace.py " + shlex.join(sys.argv[1:]),
+            "command": "python -m benchmarks.experiments.web_labelling_pace " + shlex.join(sys.argv[1:]),
             "commit": git_commit(), "date": time.strftime("%Y-%m-%d", time.gmtime()),
             "machine": f"{os.cpu_count()} cores, {'beside ' + args.beside if args.beside else 'nothing else running'}",
         }, indent=1) + "\n")

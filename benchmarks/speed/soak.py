@@ -8,7 +8,7 @@ journal and snapshot on disk. The table ends with each figure at the end ÷ the
 same figure when the database first became full (measured in this run): ~1.0
 means it stopped growing.
 
-    python benchmarks/soak.py [--minutes 30] [--interval 30]
+    python -m benchmarks.speed.soak [--minutes 30] [--interval 30]
 """
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ import tempfile
 import time
 
 import numpy as np
-from measured_envs import make_env, one_thread
 
+from benchmarks.measured_envs import make_env, one_thread
 from drlhp import HumanPreferencesEnvWrapper
 from drlhp.storage.layout import LogDir
 

@@ -1,4 +1,4 @@
-"""The results page's tables and figures, from the run records (``benchmarks/run_records.py``) alone.
+"""The results page's tables and figures, from the run records (``benchmarks/report/run_records.py``) alone.
 
 Each run's score is the mean true return of its last 20 episodes at or before the task's step (Atari: 1M agent
 steps), normalised per task as (score - random) / (mean true-reward score over that task's runs - random): 1.0 is
@@ -21,10 +21,10 @@ of its wall time, from the record's notes), what Seaquest's reward pays where it
 teacher (``label_noise.log``), each task's IQM against the issue's target, and the README's sentences.
 
     pip install -e ".[benchmarks]"
-    python benchmarks/results_report.py                 # print the tables
-    python benchmarks/results_report.py --write-docs    # into docs/results.md, docs/history.md (the levers' table)
-                                                        # and the README; docs/images/results-*
-    python benchmarks/results_report.py --check         # exit 1 if the pages' tables are not the records'
+    python -m benchmarks.report.results_report               # print the tables
+    python -m benchmarks.report.results_report --write-docs  # into docs/results.md, docs/history.md (the levers'
+                                                             # table) and the README; docs/images/results-*
+    python -m benchmarks.report.results_report --check       # exit 1 if the pages' tables are not the records'
 
 Only runs with today's defaults (``defaults`` in run.json) and at most the task's label budget enter the first
 tables, beside, on a task that names one, the lever it is there to compare (SAC's ``--no-relabel``: the A/B of
@@ -44,13 +44,14 @@ from itertools import combinations
 from pathlib import Path
 
 import numpy as np
-from run_records import RESULTS, ROOT, Record, read_csv, read_records, teacher_name
+
+from benchmarks.report.run_records import RESULTS, ROOT, Record, read_csv, read_records, teacher_name
 
 DOCS = ROOT / "docs" / "results.md"
 HISTORY = ROOT / "docs" / "history.md"
 #: The pages with generated blocks: <!-- report:NAME --> ... <!-- /report -->.
 PAGES = (DOCS, HISTORY, ROOT / "README.md", ROOT / "docs" / "labelling.md")
-#: The labelling page's pace, measured by benchmarks/web_labelling_pace.py.
+#: The labelling page's pace, measured by benchmarks/experiments/web_labelling_pace.py.
 PACE = RESULTS / "labelling_pace" / "pong_web.json"
 IMAGES = ROOT / "docs" / "images"
 WINDOW = 20  # episodes in a score
@@ -97,7 +98,8 @@ TASKS = {
                             700, ab=SAC_ARMS, milestones=(1000, 3000, 5000), target=MUJOCO_TARGET),
     # The example's Hopper does not end an episode at a fall (as in the paper): D4RL's figure is of one that does.
     "hopper_sac": Task("Hopper (SAC)", "mujoco", 300_000, -53.5,
-                       "100 episodes without early termination: benchmarks/random_return.py", 700, ab=SAC_ARMS,
+                       "100 episodes without early termination: benchmarks/experiments/random_return.py", 700,
+                       ab=SAC_ARMS,
                        milestones=(1000, 1500, 2000), target=MUJOCO_TARGET),
     "halfcheetah_ppo": Task("HalfCheetah (PPO)", "mujoco", 1_000_000, -280.2, "D4RL's random policy, Fu et al. 2020",
                             700, milestones=(1000, 3000), target=MUJOCO_TARGET),
@@ -480,10 +482,10 @@ def targets_sentence(per_task: dict[str, dict[str, Arm]], family: str) -> str:
 
 
 def ending_table(log: Path = RESULTS / "seaquest" / "policies" / "ending.log", repo: Path = ROOT) -> str:
-    """What a reward checkpoint pays where the agents it was measured on lose a life (``benchmarks/reward_signal.py
-    measure --per-policy``, logged; its paths are from the repository's root, ``repo``), beside what each recording
-    holds: its steps, the lives it lost (each ends an episode: the examples end the agent's episode at a life lost)
-    and its points."""
+    """What a reward checkpoint pays where the agents it was measured on lose a life (``python -m
+    benchmarks.experiments.reward_signal measure --per-policy``, logged; its paths are from the repository's root,
+    ``repo``), beside what each recording holds: its steps, the lives it lost (each ends an episode: the examples end
+    the agent's episode at a life lost) and its points."""
     if not log.is_file():
         return "Not measured yet."
     lines = ["| reward checkpoint | the agent it scored (its recording) | steps played | lives lost | points | "
@@ -491,9 +493,11 @@ def ending_table(log: Path = RESULTS / "seaquest" / "policies" / "ending.log", r
     checkpoint = policies = None
     columns: list[str] = []
     for line in log.read_text().splitlines():
-        if line.startswith("$ python benchmarks/reward_signal.py measure"):
-            words = line.split()
-            checkpoint, policies = Path(words[4]), repo / words[words.index("--policies") + 1]
+        words = line.split()
+        if line.startswith("$ ") and "measure" in words and any("reward_signal" in word for word in words):
+            # python -m benchmarks.experiments.reward_signal measure ..., or in older logs
+            # python benchmarks/reward_signal.py measure ...
+            checkpoint, policies = Path(words[words.index("measure") + 1]), repo / words[words.index("--policies") + 1]
         elif line.startswith("checkpoint "):
             columns = line.split()[1:]
         elif line.startswith("  agent_") and checkpoint is not None and policies is not None:
@@ -546,10 +550,10 @@ def movingdot_sentence(records: list[Record], per_task: dict[str, dict[str, Arm]
 
 
 def label_noise_table(root: Path = RESULTS) -> str:
-    """The offline measure of a fallible teacher (``benchmarks/label_noise.py``): each task's logged means over the
-    seeds, with the lowest and highest, as a table; from the seeds' own rows, on how many a variant's ``r_disc``
-    beat the defaults' of the same seed, the share of random answers it ended up assuming (``noise_p``), and the
-    training pairs its filter left out (``left_out``) and flipped (``flipped``), lowest and highest."""
+    """The offline measure of a fallible teacher (``benchmarks/experiments/label_noise.py``): each task's logged
+    means over the seeds, with the lowest and highest, as a table; from the seeds' own rows, on how many a variant's
+    ``r_disc`` beat the defaults' of the same seed, the share of random answers it ended up assuming (``noise_p``),
+    and the training pairs its filter left out (``left_out``) and flipped (``flipped``), lowest and highest."""
     lines = ["| task | mistake rate | labels | variant | `r_disc`, mean [lowest, highest] | `r_100`, mean [lowest, "
              "highest] | seeds with `r_disc` above the defaults' | `noise_p`, lowest-highest | pairs left out, "
              "lowest-highest | pairs flipped, lowest-highest |", "|---|---|---|---|---|---|---|---|---|---|"]
@@ -590,7 +594,7 @@ def pace_sentence(path: Path = PACE) -> str:
             f"({min(seconds):.2f}-{max(seconds):.2f} s over {len(seconds)} labels, {r['watch_seconds']:.2f} s of it "
             f"watching): at most {3600 / mean:,.0f} labels an hour, and 1,000 labels in no less than "
             f"{1000 * mean / 60:.0f} minutes. Each second a person thinks adds to every label "
-            f"(`benchmarks/web_labelling_pace.py`, {r['date']}).")
+            f"(`benchmarks/experiments/web_labelling_pace.py`, {r['date']}).")
 
 
 def final_val_accuracy(record: Record) -> str:
@@ -717,7 +721,7 @@ def main() -> None:
         stale = sorted(name for name, body in blocks.items() if docs_blocks().get(name) != body)
         if stale:
             sys.exit(f"the generated blocks {stale} are not what the records give: run python "
-                     "benchmarks/results_report.py --write-docs")
+                     "benchmarks/report/results_report.py --write-docs")
         print("the pages' tables are the records'")
         return
     for name, body in blocks.items():

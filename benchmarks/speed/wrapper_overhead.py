@@ -10,7 +10,7 @@ a warm forward-only loop does not pay); and the ratio  (wrapped - raw time per
 step) / forward, against both forward costs.
 Aim: (b) <= 1.2x forward: the wrapper adds little beyond the forward pass it must do.
 
-    python benchmarks/wrapper_overhead.py [--steps 20000] [--envs moving_dot pong]
+    python -m benchmarks.speed.wrapper_overhead [--steps 20000] [--envs moving_dot pong]
 """
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ import time
 
 import numpy as np
 import torch
-from measured_envs import make_env, one_thread, run_per_env, steps_per_second, untrained_checkpoint
 
+from benchmarks.measured_envs import make_env, one_thread, run_per_env, steps_per_second, untrained_checkpoint
 from drlhp import HumanPreferencesEnvWrapper
 from drlhp.clips.frames import frames_to_net_input
 from drlhp.reward.predictor import RewardPredictor, member_input

@@ -9,7 +9,7 @@ Bare loop: sample indices, stack frames, convert, forward, loss, backward, step.
 Aim: drlhp >= 0.9x the bare loop. Then ``drlhp train-reward``'s loop (the same
 code, in this process) on the same database: aim within 10 % of the trainer process.
 
-    python benchmarks/trainer_throughput.py [--steps 60] [--envs moving_dot pong]
+    python -m benchmarks.speed.trainer_throughput [--steps 60] [--envs moving_dot pong]
 """
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ import time
 
 import numpy as np
 import torch
-from measured_envs import make_env, one_thread, run_per_env
 
+from benchmarks.measured_envs import make_env, one_thread, run_per_env
 from drlhp import HumanPreferencesEnvWrapper, PrefBuffer
 from drlhp.clips.clip import Clip
 from drlhp.clips.frames import frames_to_net_input, infer_frame_spec

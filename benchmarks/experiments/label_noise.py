@@ -1,18 +1,18 @@
 """Labels that are sometimes wrong, offline: what a fallible teacher costs the reward model, and what each lever
 against it (``drlhp.reward.label_noise``) gives back, in minutes instead of an hour of RL a run.
 
-For each teacher (a mistake rate and a label budget) and seed, ``benchmarks/reward_signal.py labels`` draws pairs
-of clips of recorded policies and labels them; for each variant ``drlhp train-reward`` trains a reward network on
+For each teacher (a mistake rate and a label budget) and seed, ``benchmarks.experiments.reward_signal labels`` draws
+pairs of clips of recorded policies and labels them; for each variant ``drlhp train-reward`` trains a reward network on
 them with drlhp's defaults and the variant's settings; ``reward_signal.py measure`` scores its checkpoint on other
-recordings of the same policies (``r_disc``: the correlation of the predicted and true discounted return-to-go,
-what a critic learns; ``policy_rho``: how the policies are ordered). Recordings come from an examples run's kept
-agents (``--keep-agents``)::
+recordings of the same policies (``r_disc``: the correlation of the predicted and true discounted return-to-go, what a
+critic learns; ``policy_rho``: how the policies are ordered). Recordings come from an examples run's kept agents
+(``--keep-agents``)::
 
-    python benchmarks/reward_signal.py record RUN/true_reward/agent --example halfcheetah_sac --steps 5000 \\
-        --seed 200 --out rec_hc/labels
-    python benchmarks/reward_signal.py record RUN/true_reward/agent --example halfcheetah_sac --steps 3000 \\
-        --seed 100 --out rec_hc/eval
-    python benchmarks/label_noise.py --labels-from rec_hc/labels --eval rec_hc/eval --out ln_hc \\
+    python -m benchmarks.experiments.reward_signal record RUN/true_reward/agent --example halfcheetah_sac \\
+        --steps 5000 --seed 200 --out rec_hc/labels
+    python -m benchmarks.experiments.reward_signal record RUN/true_reward/agent --example halfcheetah_sac \\
+        --steps 3000 --seed 100 --out rec_hc/eval
+    python -m benchmarks.experiments.label_noise --labels-from rec_hc/labels --eval rec_hc/eval --out ln_hc \\
         --teachers 0:200 0.1:200 0.3:700 --seeds 0 1 2
 
 It prints a row per teacher, seed and variant, then each teacher's and variant's mean over the seeds with the
@@ -26,8 +26,8 @@ import os
 import sys
 
 import numpy as np
-from reward_signal import load_recordings, make_labels, measure
 
+from benchmarks.experiments.reward_signal import load_recordings, make_labels, measure
 from drlhp.cli.offline import train_reward
 
 #: The levers, by the name a row gives them: drlhp's settings each changes (``{}``: the defaults).

@@ -12,8 +12,8 @@ Each measurement runs in a fresh process, one per network (``--nets``). With ``-
 the code to compare with (``git worktree add --detach /tmp/wt-base HEAD``), each network is measured on that
 code, then on this one, in turn in the same run, and the peaks are printed side by side.
 
-    python benchmarks/trainer_memory.py [--nets keypoints atari] [--before DIR] [--after-full 60]
-                                        [--seconds 900] [--envs pong moving_dot]
+    python -m benchmarks.speed.trainer_memory [--nets keypoints atari] [--before DIR] [--after-full 60]
+        [--seconds 900] [--envs pong moving_dot]
 """
 from __future__ import annotations
 
@@ -27,14 +27,15 @@ import time
 
 # At the top, as a user's script imports its libraries: drlhp's processes start (spawn) by importing this module.
 import numpy as np
-from measured_envs import make_env, one_thread
 
 import drlhp
+from benchmarks.measured_envs import make_env, one_thread
 from drlhp import HumanPreferencesEnvWrapper
 
 MAX_PREFS = 3000  # drlhp's default database size
 AIM_MIB = 512
 PROCESSES = ("reward_trainer", "pref_interface", "main")
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def status_mib(pid: int, field: str) -> float:
@@ -81,14 +82,16 @@ def measure(env_name: str, net: str, after_full: float, seconds: float) -> dict:
 
 
 def run_one(code: str | None, env_name: str, net: str, args: argparse.Namespace) -> dict:
-    """``measure`` in a fresh process, importing drlhp from ``code`` (None: this checkout's)."""
-    env = dict(os.environ)
-    if code is not None:
-        env["PYTHONPATH"] = os.pathsep.join([os.path.abspath(code), env.get("PYTHONPATH", "")])
-    command = [sys.executable, __file__, "--one", env_name, net, "--after-full", str(args.after_full),
-               "--seconds", str(args.seconds)]
+    """``measure`` in a fresh process, importing drlhp from ``code`` (None: this checkout's).
+
+    The child runs in ``code``, whose folder comes first on its path (``python -m``), so drlhp is that checkout's;
+    this checkout's root on PYTHONPATH gives it the benchmarks where ``code`` has none as a package."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH")) if p))
+    command = [sys.executable, "-m", "benchmarks.speed.trainer_memory", "--one", env_name, net,
+               "--after-full", str(args.after_full), "--seconds", str(args.seconds)]
     result = None
-    with subprocess.Popen(command, env=env, stdout=subprocess.PIPE, text=True) as child:
+    with subprocess.Popen(command, cwd=os.path.abspath(code or ROOT), env=env, stdout=subprocess.PIPE,
+                          text=True) as child:
         assert child.stdout is not None
         for line in child.stdout:  # its samples as they come
             if line.startswith("RESULT "):

@@ -8,18 +8,19 @@ six agents of a true-reward PPO run at seed 0, from 50k to 1M agent steps), so s
     python examples/pong_ppo.py --true-reward --total-timesteps 1000000 --save-every 50000 --keep-agents \
         --log-dir lc_pong/true_reward
     AGENTS="50000 400000 550000 700000 850000 1000000"
-    python benchmarks/reward_signal.py record lc_pong/true_reward/agent --agents $AGENTS --steps 5000 \
+    python -m benchmarks.experiments.reward_signal record lc_pong/true_reward/agent --agents $AGENTS --steps 5000 \
         --seed 100 --out benchmarks/results/pong/policies/eval
-    python benchmarks/reward_signal.py record lc_pong/true_reward/agent --agents $AGENTS --steps 10000 \
+    python -m benchmarks.experiments.reward_signal record lc_pong/true_reward/agent --agents $AGENTS --steps 10000 \
         --seed 200 --out benchmarks/results/pong/policies/labels
     # 2. synthetic labels of clips of the label recordings (a database drlhp train-reward reads); --weights: how
     #    often each policy's clips are drawn (here: two thirds from the early one, as in a run that loses for long)
-    python benchmarks/reward_signal.py labels benchmarks/results/pong/policies/labels --out lab6_early \
+    python -m benchmarks.experiments.reward_signal labels benchmarks/results/pong/policies/labels --out lab6_early \
         --labels 3000 --weights 4 1 1 0.5 0.5 0.5
     # 3. train reward networks on them the way you want to compare, then score each checkpoint
     drlhp train-reward lab6_early --log-dir rs_atari_bn --reward-net-arch atari --reward-predictor-batchnorm \
         --ensemble-size 1 --steps 1000
-    python benchmarks/reward_signal.py measure rs_atari_bn rs_other --policies benchmarks/results/pong/policies/eval
+    python -m benchmarks.experiments.reward_signal measure rs_atari_bn rs_other \\
+        --policies benchmarks/results/pong/policies/eval
 
 Also committed: the last reward checkpoints of four Pong runs with the defaults (``reward_predictor.ckpt`` in
 their run records: ``benchmarks/results/pong/drlhp_seed0_3000labels``, ``_2``, ``_3`` and
@@ -27,7 +28,7 @@ their run records: ``benchmarks/results/pong/drlhp_seed0_3000labels``, ``_2``, `
 step 1, each run's ``agent/agent.pt`` copied as ``agent_1000000.pt``), to measure rewards where those agents
 stopped, beyond the best agent of ``policies/eval``:
 
-    python benchmarks/reward_signal.py measure benchmarks/results/pong/*/reward_predictor.ckpt \
+    python -m benchmarks.experiments.reward_signal measure benchmarks/results/pong/*/reward_predictor.ckpt \
         --policies benchmarks/results/pong/policies/drlhp_final --blank-rows 9 --per-policy
 
 ``measure`` plays nothing: it predicts the reward of every recorded step and compares it with the true
@@ -68,20 +69,22 @@ standard deviation. Two parts, from a run's database and its last checkpoint:
 - ``train``: the network after ``--interval`` more training steps on the run's labels, both normalised on
   the same large sample: the change the labels ask for.
 
-    python benchmarks/reward_signal.py switch lc_pong_kp/drlhp --policies benchmarks/results/pong/policies/eval
+    python -m benchmarks.experiments.reward_signal switch lc_pong_kp/drlhp \\
+        --policies benchmarks/results/pong/policies/eval
 
 ``score`` measures how much of a checkpoint's reward is read off the score on the screen: every recorded stack's
 top rows (Pong's score) replaced by those of a stack showing 0 : 0, the RMS change of the reward over its
 standard deviation per policy. The Atari examples blank those rows since 2026-11-26; for a network trained so,
 pass ``--blank-rows 9`` to ``labels``, ``measure`` and ``switch`` (the committed recordings show the score).
 
-    python benchmarks/reward_signal.py score lc_pong_1k/drlhp --policies benchmarks/results/pong/policies/eval
+    python -m benchmarks.experiments.reward_signal score lc_pong_1k/drlhp \\
+        --policies benchmarks/results/pong/policies/eval
 
 ``centres`` needs no recordings: for a run's last checkpoint, on 512 of its training clips (as the trainer fits
 the normaliser), each member's (mean - median) / std of the raw reward. Above 0, a reward centred on its mean
 (the default) charges the typical frame that much; below 0, it pays it.
 
-    python benchmarks/reward_signal.py centres lc_breakout_defaults/drlhp lc_pong_defaults/drlhp
+    python -m benchmarks.experiments.reward_signal centres lc_breakout_defaults/drlhp lc_pong_defaults/drlhp
 """
 from __future__ import annotations
 
@@ -97,8 +100,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
-from examples_path import with_examples
-from run_records import save_arrays
+
+from benchmarks.examples_path import with_examples
+from benchmarks.report.run_records import save_arrays
 
 if TYPE_CHECKING:
     from drlhp.reward.predictor import RewardPredictor

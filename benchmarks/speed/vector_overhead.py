@@ -12,7 +12,8 @@ Ratio: (wrapped - raw time per vector step) / forward in the loop.
 Each variant runs ``--rounds`` times, interleaved; medians are printed.
 Aim: (b) <= 1.2x: the wrapper adds little beyond the one batched forward it must do.
 
-    python benchmarks/vector_overhead.py [--steps 3000] [--n-envs 8] [--rounds 5] [--api sb3] [--envs moving_dot pong]
+    python -m benchmarks.speed.vector_overhead [--steps 3000] [--n-envs 8] [--rounds 5] [--api sb3] \\
+        [--envs moving_dot pong]
 """
 from __future__ import annotations
 
@@ -23,8 +24,8 @@ import time
 import numpy as np
 import torch
 from gymnasium.vector import SyncVectorEnv
-from measured_envs import make_env, make_vec_env, one_thread, run_per_env, untrained_checkpoint
 
+from benchmarks.measured_envs import make_env, make_vec_env, one_thread, run_per_env, untrained_checkpoint
 from drlhp import HumanPreferencesVectorWrapper
 from drlhp.clips.frames import frames_to_net_input
 from drlhp.reward.predictor import RewardPredictor, member_input

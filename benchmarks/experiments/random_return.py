@@ -4,7 +4,7 @@ published figure fits the task as the examples run it (Hopper without early term
 Episodes are reset with seeds 0 .. N-1 and the actions drawn from the action space seeded 0, so a run prints
 the same figures again.
 
-    python benchmarks/random_return.py Hopper-v5 --episodes 100 --env-kwarg terminate_when_unhealthy=False
+    python -m benchmarks.experiments.random_return Hopper-v5 --episodes 100 --env-kwarg terminate_when_unhealthy=False
 """
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ unpacking its clips, moving them to the device, forward, loss, backward, Adam, t
 Random frames do not compress, so unpacking costs more than on real Atari clips: a floor for the CPU side.
 Without CUDA it says so and times the CPU only.
 
-    python benchmarks/trainer_device.py [--steps 100] [--warmup 10]
+    python -m benchmarks.speed.trainer_device [--steps 100] [--warmup 10]
 """
 from __future__ import annotations
 

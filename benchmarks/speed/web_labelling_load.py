@@ -21,7 +21,7 @@ Figures:
   real run they are people's browsers on other machines, and the 2 cores here are
   shared by the env, the interface (which serves the page), the trainer and them.
 
-    python benchmarks/web_labelling_load.py [--env moving_dot|pong] [--labellers 20] [--seconds 60]
+    python -m benchmarks.speed.web_labelling_load [--env moving_dot|pong] [--labellers 20] [--seconds 60]
         [--quiet-seconds 20] [--think-seconds 0]
 """
 from __future__ import annotations
@@ -37,9 +37,8 @@ import tempfile
 import threading
 import time
 
-from measured_envs import make_env
-
 import drlhp  # noqa: F401
+from benchmarks.measured_envs import make_env
 from drlhp import HumanPreferencesEnvWrapper, PrefBuffer
 
 

@@ -12,13 +12,14 @@ user needs:
 
 Needs root (it mounts the tmpfs) on Linux::
 
-    python benchmarks/full_disk.py [--trials 10] [--out benchmarks/results/faults/full_disk.log]
+    python -m benchmarks.experiments.full_disk [--trials 10] [--out benchmarks/results/faults/full_disk.log]
 """
 from __future__ import annotations
 
 import argparse
 import contextlib
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -27,8 +28,8 @@ import time
 from collections.abc import Iterator
 
 import psutil
-from run_records import git_commit
 
+from benchmarks.report.run_records import git_commit
 from drlhp import HumanPreferencesEnvWrapper, WriteError
 from drlhp.envs import MovingDotEnv
 
@@ -124,7 +125,8 @@ def main() -> None:
         sys.exit("full_disk.py mounts a small tmpfs per trial: run it as root")
     header = (f"{'trial':>5} {'free kB':>7} {'s':>5} {'error':>10} {'one line':>8} {'close':>5} {'reported':>8} "
               f"{'resumed':>7} {'left':>4}  failed write")
-    lines = [f"# {' '.join(sys.argv)} -- drlhp at {git_commit()}", header]
+    command = shlex.join(["python", "-m", "benchmarks.experiments.full_disk", *sys.argv[1:]])
+    lines = [f"# {command} -- drlhp at {git_commit()}", header]
     print(header, flush=True)
     results = []
     for number in range(args.trials):

@@ -6,15 +6,15 @@ Both go through ``RewardPredictor.rewards`` (normaliser included). Aim: 3 member
 and the same for a batch of 8 frames (a vector env's step). The variants are timed in
 turn over 7 rounds and each keeps its fastest round: the machine is shared.
 
-    python benchmarks/ensemble_forward.py [--calls 3000] [--envs moving_dot pong]
+    python -m benchmarks.speed.ensemble_forward [--calls 3000] [--envs moving_dot pong]
 """
 from __future__ import annotations
 
 import time
 
 import numpy as np
-from measured_envs import make_env, one_thread, run_per_env
 
+from benchmarks.measured_envs import make_env, one_thread, run_per_env
 from drlhp.clips.frames import infer_frame_spec
 from drlhp.reward.predictor import NetConfig, RewardPredictor
 

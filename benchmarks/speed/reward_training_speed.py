@@ -9,7 +9,7 @@ true one; the clock is paused meanwhile).
 Start-up (a new process importing drlhp and torch and building the network, as the
 trainer process does) is measured and added. Aim: the plateau within ~10 s on 2 cores.
 
-    python benchmarks/reward_training_speed.py [--seconds 30] [--settings old chosen ...]
+    python -m benchmarks.speed.reward_training_speed [--seconds 30] [--settings old chosen ...]
 """
 from __future__ import annotations
 
@@ -22,8 +22,8 @@ import time
 
 import numpy as np
 import torch
-from dot_clips import clip_stream, random_pairs
 
+from benchmarks.dot_clips import clip_stream, random_pairs
 from drlhp import PrefBuffer, PreferenceConfig, SyntheticTeacher
 from drlhp.clips.frames import infer_frame_spec
 from drlhp.reward.learner import Learner

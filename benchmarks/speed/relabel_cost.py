@@ -13,7 +13,7 @@ network for its observations and a buffer filled with the env's own observations
 It prints the seconds one relabelling of a full buffer takes, what that is in agent steps, and how often the
 default bound (``max_time_share`` 0.1: at most a tenth of the run's wall time) lets a run relabel.
 
-    python benchmarks/relabel_cost.py [--state-buffer 300000] [--pixel-buffer 20000] [--cases state pixels]
+    python -m benchmarks.speed.relabel_cost [--state-buffer 300000] [--pixel-buffer 20000] [--cases state pixels]
 """
 from __future__ import annotations
 

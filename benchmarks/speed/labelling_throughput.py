@@ -7,15 +7,14 @@ Baseline in the same run: clips produced per second (the labeller asks one pair
 per new clip, so labelling can keep up with production at best).
 Aim: >= 200 labels/s, 0 lost.
 
-    python benchmarks/labelling_throughput.py [--seconds 20] [--envs moving_dot pong]
+    python -m benchmarks.speed.labelling_throughput [--seconds 20] [--envs moving_dot pong]
 """
 from __future__ import annotations
 
 import tempfile
 import time
 
-from measured_envs import make_env, one_thread, run_per_env
-
+from benchmarks.measured_envs import make_env, one_thread, run_per_env
 from drlhp import HumanPreferencesEnvWrapper
 
 

@@ -12,7 +12,7 @@ answer to next pair. ``--disagreement``: pairs picked by a 3-member ensemble's
 disagreement (an untrained checkpoint: its members disagree as much as trained ones
 cost), each question scoring new clips. Needs: apt-get install xvfb tmux xdotool imagemagick.
 
-    python benchmarks/human_labelling_rate.py [--answers 30] [--hold 5] [--disagreement]
+    python -m benchmarks.speed.human_labelling_rate [--answers 30] [--hold 5] [--disagreement]
 """
 from __future__ import annotations
 
@@ -24,9 +24,9 @@ import sys
 import tempfile
 import time
 
-from virtual_desktop import missing_tools, virtual_desktop, wait_for_text
+from benchmarks.virtual_desktop import missing_tools, virtual_desktop, wait_for_text
 
-SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "scripts", "human_session.py")
+SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "scripts", "human_session.py")
 
 
 def session(tmp: str, n_answers: int, hold: float):
@@ -56,7 +56,7 @@ def main(n_answers: int, hold: float, disagreement: bool) -> None:
         sys.exit(f"needs {missing_tools()}: apt-get install xvfb tmux xdotool imagemagick")
     with tempfile.TemporaryDirectory() as tmp:
         if disagreement:  # set before the desktop starts: its tmux server passes its environment on
-            from measured_envs import make_env, untrained_checkpoint
+            from benchmarks.measured_envs import make_env, untrained_checkpoint
 
             os.makedirs(f"{tmp}/ckpt")
             os.environ["DRLHP_SESSION_CHECKPOINT"] = untrained_checkpoint(make_env("moving_dot"), f"{tmp}/ckpt")

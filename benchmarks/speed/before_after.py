@@ -4,12 +4,12 @@ A log holds sections headed ``=== [round N] before|after SCRIPT ENV ...``, each 
 (``benchmarks/results/house/commands.sh`` writes such a log); the steps/s of each mode are gathered by script, env
 and side:
 
-    python benchmarks/before_after.py benchmarks/results/house/overhead.log [more logs]
+    python -m benchmarks.speed.before_after benchmarks/results/house/overhead.log [more logs]
 
 Prints a markdown table: each side's runs (range and median), and the median of the after/before ratios of
 the runs of one round (sides run back to back, so a round's ratio is freer of the machine's drift).
 
-    python benchmarks/before_after.py --suite before.xml after.xml
+    python -m benchmarks.speed.before_after --suite before.xml after.xml
 
 compares two runs of the test suite (``pytest --junitxml``): the wall time, and the test time of the tests both
 have apart from the tests only one has (a suite that grew is not slower for it).

@@ -31,8 +31,8 @@ and ``run.json``, which says what the run was::
                              time (its settings as the code of its commit resolved them)
     notes                    anything else a reader should know (the machine was shared, resumed ...)
 
-``benchmarks/learning_curves.py --record benchmarks/results`` writes a record for each finished run;
-``benchmarks/results_report.py`` reads them all.
+``benchmarks/experiments/learning_curves.py --record benchmarks/results`` writes a record for each finished run;
+``benchmarks/report/results_report.py`` reads them all.
 
 Lean records: ``run.json`` and the curve as they are; the metrics, a row per reward checkpoint (megabytes for a
 SAC run), gzipped (``reward_training_metrics.csv.gz``, written with no time stamp: the same rows give the same
@@ -42,7 +42,7 @@ their ``.npz`` (``np.load`` reads them as any other). ``benchmarks/results/`` st
 2 MiB (a test holds it); records written otherwise (by older code, or a recording made elsewhere) are brought to
 that form, in place and losslessly, by::
 
-    python benchmarks/run_records.py slim     # what it changed, the folder's size and its largest files
+    python -m benchmarks.report.run_records slim     # what it changed, the folder's size and its largest files
 """
 from __future__ import annotations
 
@@ -62,7 +62,7 @@ import numpy as np
 
 from drlhp.reward.metrics import METRICS_DIGITS, significant
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "benchmarks" / "results"
 RECORD_FILE = "run.json"
 CURVE_FILE = "curve.csv"
@@ -205,7 +205,7 @@ def check(data: dict, folder: Path) -> None:
     missing = [k for k in KEYS if k not in data]
     if missing:
         raise RecordError(f"{folder / RECORD_FILE} lacks {missing}: rewrite it with every key of "
-                          "benchmarks/run_records.py's KEYS")
+                          "benchmarks/report/run_records.py's KEYS")
     if data["arm"] not in ARMS:
         raise RecordError(f"{folder / RECORD_FILE}: arm {data['arm']!r} is not one of {ARMS}")
     for key in ("curve", "reward_training_metrics"):
@@ -319,9 +319,10 @@ def over_budget(root: Path = RESULTS) -> str | None:
                         f"largest files: {largest}")
     if not problems:
         return None
-    return ("; ".join(problems) + ". Run python benchmarks/run_records.py slim (it gzips a record's metrics CSV and "
-            "repacks recordings with LZMA); what is still too large, commit only where a documented measurement "
-            "reads it (a reward checkpoint, a recording), or split it losslessly and have its reader join it.")
+    return ("; ".join(problems) + ". Run python -m benchmarks.report.run_records slim (it gzips a record's metrics "
+            "CSV and repacks recordings with LZMA); what is still too large, commit only where a documented "
+            "measurement reads it (a reward checkpoint, a recording), or split it losslessly and have its reader join "
+            "it.")
 
 
 def _rel(path: Path, root: Path) -> str:

@@ -13,14 +13,15 @@ cleanly, each saving its agent first). Then the two curves are merged into
 steps, with the labels the drlhp run had used by then on a twin axis. drlhp's warm-up (a random policy plays
 until the reward predictor is ready) is not counted in agent steps, but it is in its wall time.
 
-    python benchmarks/learning_curves.py --example moving_dot --total-timesteps 30000 --out lc_dot [--seed 1]
-    python benchmarks/learning_curves.py --example pong --out lc_pong            # hours: 10M steps each
-    python benchmarks/learning_curves.py --example pong --out lc_pong --resume   # after a stop
-    python benchmarks/learning_curves.py --out lc_pong --plot-only               # redraw from what is there
-    python benchmarks/learning_curves.py --example pong --out lc_pong_new \
+    python -m benchmarks.experiments.learning_curves --example moving_dot --total-timesteps 30000 --out lc_dot \\
+        [--seed 1]
+    python -m benchmarks.experiments.learning_curves --example pong --out lc_pong            # hours: 10M steps each
+    python -m benchmarks.experiments.learning_curves --example pong --out lc_pong --resume   # after a stop
+    python -m benchmarks.experiments.learning_curves --out lc_pong --plot-only               # redraw from what is there
+    python -m benchmarks.experiments.learning_curves --example pong --out lc_pong_new \
         --baseline benchmarks/results/pong/learning_curves.csv                     # only drlhp, against a kept curve
 
-``--record benchmarks/results`` writes a run record for each finished run (``benchmarks/run_records.py``):
+``--record benchmarks/results`` writes a run record for each finished run (``benchmarks/report/run_records.py``):
 ``benchmarks/results/<example>/<arm>_seed<seed>[_<labels>labels][_<what the command changed>]/`` with the run's
 curve, its reward-training metrics and ``run.json`` (the command and commit from ``<out>/launch.json``, which this
 script writes when it starts the runs, drlhp's settings from the agent checkpoint, the wall time, the labels).
@@ -50,12 +51,12 @@ import time
 from pathlib import Path
 
 import numpy as np
-from examples_path import with_examples
-from run_records import free_folder, git_commit, record_name, write_record
 
+from benchmarks.examples_path import with_examples
+from benchmarks.report.run_records import free_folder, git_commit, record_name, write_record
 from drlhp.learning_curve import current_rows, curve_from_rows, read_learning_curve, read_rows
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EXAMPLES = {"moving_dot": "moving_dot_ppo.py", "moving_dot_random_target": "moving_dot_random_target_ppo.py",
             "pong": "pong_ppo.py", "breakout": "breakout_ppo.py", "seaquest": "seaquest_ppo.py",
             "halfcheetah_sac": "halfcheetah_sac.py", "hopper_sac": "hopper_sac.py",
@@ -246,7 +247,7 @@ def note_launch(out: str, runs: list[str]) -> None:
     os.makedirs(out, exist_ok=True)
     path = os.path.join(out, LAUNCH_FILE)
     launches = json.loads(Path(path).read_text())["launches"] if os.path.exists(path) else []
-    launches.append({"command": shlex.join(["python", os.path.relpath(sys.argv[0], ROOT), *sys.argv[1:]]),
+    launches.append({"command": shlex.join(["python", "-m", "benchmarks.experiments.learning_curves", *sys.argv[1:]]),
                      "commit": git_commit(), "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                      "runs": runs})
     Path(path).write_text(json.dumps({"launches": launches}, indent=1) + "\n")

@@ -11,7 +11,7 @@
   network's: its softmax logits floored 50 below each map's peak vs a plain softmax, which spends its time
   on float32's denormal numbers.
 
-    python benchmarks/small_costs.py
+    python -m benchmarks.speed.small_costs
 """
 from __future__ import annotations
 
@@ -26,8 +26,8 @@ import timeit
 
 import numpy as np
 import torch
-from measured_envs import make_env
 
+from benchmarks.measured_envs import make_env
 from drlhp.clips.clip import pack_frames, unpack_frames
 from drlhp.clips.frames import frames_to_net_input, infer_frame_spec
 from drlhp.reward import layers

@@ -390,7 +390,6 @@ def checked_numbers() -> dict[str, dict[str, str]]:
                                **{labels: "a label count of label_noise.log"
                                   for labels in re.findall(r"^\s*[\d.]+:(\d+)\s", noise_log, re.M)},
                                **{f"{s:g}": "the SAC records' reward_scale" for s in scales}},
-        "Measured once, before the records": {},
     }
 
 

@@ -187,6 +187,38 @@ def test_each_teacher_and_label_budget_is_an_arm_of_its_own_and_the_readme_says_
     assert "no run taught by a fallible one" in results_report.tables(records[:3])["fallible"]
 
 
+@pytest.mark.parametrize("learned, control, verdict", [
+    ([1.3, 1.1], [1.1, 1.2], "drlhp ends above the standardised control on 1 of 2 (drlhp's minus the control's: "
+                             "+0.20 and -0.10). Read against the control, drlhp's mean lead shrinks from +0.20 over "
+                             "the raw true reward to +0.05 over the control"),
+    ([1.3, 1.4], [1.1, 1.2], "the learned reward itself, not only its scale"),
+    ([1.1, 1.0], [1.2, 1.3], "drlhp's lead over the raw true reward is the scale's"),
+])
+def test_the_scale_sentence_reads_drlhp_against_the_standardised_true_reward_seed_by_seed(tmp_path, learned, control,
+                                                                                        verdict):
+    task, random = "halfcheetah_sac", results_report.TASKS["halfcheetah_sac"].random_return
+    sac, true = {"task": task, "steps": 300_000}, {"task": task, "steps": 300_000, "label_budget": None, "labels": None}
+
+    def ends(normalised: float) -> list[float]:
+        return [random] * 30 + [random + normalised * (1000.0 - random)] * 20
+
+    for seed in (0, 1):
+        record(tmp_path, f"true_reward_seed{seed}", "true_reward", seed, ends(1.0), **true)
+        record(tmp_path, f"drlhp_seed{seed}_700labels", "drlhp", seed, ends(learned[seed]), **sac, label_budget=700,
+               labels=700)
+        record(tmp_path, f"true_reward_seed{seed}_standardised-reward", "true_reward", seed, ends(control[seed]),
+               defaults=False, variant="standardised-reward", **true)
+    record(tmp_path, "drlhp_seed2_700labels", "drlhp", 2, ends(2.0), **sac, label_budget=700, labels=700)
+    records = read_records(tmp_path)
+    sentence = results_report.tables(records)["scale"]
+    assert sentence.startswith("Seed by seed (0 and 1)")  # seed 2 has no control run: left out
+    assert f"700 perfect labels {learned[0]:.2f} and {learned[1]:.2f}" in sentence
+    assert f"the standardised true reward {control[0]:.2f} and {control[1]:.2f}" in sentence
+    assert verdict in sentence
+    without_control = [r for r in records if r["variant"] != "standardised-reward"]
+    assert results_report.tables(without_control)["scale"] == "Not run yet."
+
+
 def test_the_offline_label_noise_table_is_each_logs_summary(tmp_path):
     log = tmp_path / "hopper_sac" / "label_noise" / "label_noise.log"
     log.parent.mkdir(parents=True)

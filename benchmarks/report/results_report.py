@@ -362,6 +362,43 @@ def fallible_sentence(per_task: dict[str, dict[str, Arm]]) -> str:
             f"{'; '.join(parts)} ([Results](docs/results.md#a-fallible-teacher)).")
 
 
+def scale_sentence(per_task: dict[str, dict[str, Arm]], task: str = "halfcheetah_sac") -> str:
+    """The scale question: drlhp's runs (defaults, perfect teacher) against SAC on the true reward standardised as
+    drlhp's reward is, seed by seed over the seeds both have (a seed's runs averaged), and what that says of drlhp's
+    lead over the raw true reward."""
+    arms = per_task.get(task, {})
+    if "standardised-reward" not in arms or "drlhp" not in arms:
+        return "Not run yet."
+
+    def by_seed(arm: Arm) -> dict[int, float]:
+        seeds = sorted({r["seed"] for r in arm.records})
+        return {s: float(np.mean([v for r, v in zip(arm.records, arm.normalised) if r["seed"] == s])) for s in seeds}
+
+    control, learned = by_seed(arms["standardised-reward"]), by_seed(arms["drlhp"])
+    seeds = sorted(set(control) & set(learned))
+    if not seeds:
+        return "Not run on a seed that drlhp's runs have yet."
+    above = [s for s in seeds if learned[s] > control[s]]
+    lifted = sum(control[s] > 1 for s in seeds)
+    over_raw = float(np.mean([learned[s] - 1 for s in seeds]))  # 1: the raw true reward's mean
+    over_control = float(np.mean([learned[s] - control[s] for s in seeds]))
+    if not above:
+        verdict = "drlhp's lead over the raw true reward is the scale's: standardised, the true reward does as well"
+    elif len(above) == len(seeds) and min(learned[s] for s in seeds) > max(control.values()):
+        verdict = "the learned reward itself, not only its scale, gives SAC more than the true reward does"
+    else:
+        verdict = (f"drlhp's mean lead shrinks from {over_raw:+.2f} over the raw true reward to {over_control:+.2f} "
+                   "over the control: the scale accounts for part of it, and these seeds do not tell the rest from "
+                   "their spread")
+    return (f"Seed by seed ({and_list([str(s) for s in seeds])}), as shares of the raw true reward's improvement: "
+            f"drlhp with {TASKS[task].label_budget:,} perfect labels {and_list([f'{learned[s]:.2f}' for s in seeds])}, "
+            f"the standardised true reward {and_list([f'{control[s]:.2f}' for s in seeds])}. Standardising alone "
+            f"lifts SAC above its raw true reward on {lifted} of {len(seeds)} seeds; drlhp ends above the "
+            f"standardised control on {len(above)} of {len(seeds)} (drlhp's minus the control's: "
+            f"{and_list([f'{learned[s] - control[s]:+.2f}' for s in seeds])}). Read "
+            f"against the control, {verdict}.")
+
+
 #: The curves table's late window: the episodes in the last fifth of the task's steps.
 LATE = 0.2
 #: The curves table's episode lengths (Atari): the episodes in the first and in the last tenth of the steps.
@@ -626,6 +663,7 @@ def tables(records: list[Record]) -> dict[str, str]:
                                "(history.md#every-lever-run-by-run)")])),
         "mujoco": "\n\n".join(filter(None, [main_table(per_task, "mujoco"), targets_sentence(per_task, "mujoco")])),
         "mujococurves": curves_table(per_task, "mujoco"),
+        "scale": scale_sentence(per_task),
         "levers": levers_table(records, per_task),  # docs/history.md's
         "labelnoise": label_noise_table(),
         # docs/labelling.md's

@@ -9,3 +9,9 @@ python benchmarks/reward_signal.py record AGENTS --example halfcheetah_sac --ste
 # again then, the earlier trainings reused (--out keeps them):
 python benchmarks/label_noise.py --labels-from labels --eval eval --out ln_hc --teachers 0:200 0.1:200 0.3:700 \
     --seeds 0 1 2 --steps 3000
+# early_policy.log (2026-12-02, at 3219287, beside two SAC runs): labels drawn from the 25k agent's recording alone
+# (near a random policy: what a run's first labels compare), scored on the same eval recordings of all three agents.
+# Does a network learn HalfCheetah's reward from a run's first few labels?
+mkdir -p labels_early && ln -s ../labels/agent_25000.npz labels_early/
+python -m benchmarks.experiments.label_noise --labels-from labels_early --eval eval --out ln_hc_early \
+    --teachers 0:40 0.1:40 0:100 0.1:100 0.1:200 --seeds 0 1 2 --variants defaults

@@ -31,14 +31,14 @@ from drlhp.errors import (
 )
 from drlhp.frontends.base import PREDICTED_REWARD_KEY, TRUE_REWARD_KEY
 from drlhp.frontends.env_wrapper import HumanPreferencesEnvWrapper
+from drlhp.frontends.predicted_reward import PredictedRewardWrapper
 from drlhp.frontends.vector import HumanPreferencesVectorWrapper
 from drlhp.label_store.database import PrefBuffer, PrefDB
 from drlhp.labelling.protocols import SyntheticTeacher
 from drlhp.reward.predictor import RewardPredictor
 from drlhp.runtime.pipeline import PreferencePipeline
 from drlhp.runtime.stats import PipelineStats
-
-__version__ = "0.1.0"
+from drlhp.version import __version__ as __version__  # the one place it is set
 
 if "drlhp/MovingDot-v0" not in gymnasium.registry:
     gymnasium.register("drlhp/MovingDot-v0", entry_point="drlhp.envs.moving_dot:MovingDotEnv")
@@ -48,8 +48,8 @@ if "drlhp/MovingDot-v0" not in gymnasium.registry:
 
 __all__ = [
     "HumanPreferencesEnvWrapper", "HumanPreferencesVectorWrapper", "PreferenceConfig", "PreferencePipeline",
-    "PipelineStats",
-    "RewardPredictor", "SyntheticTeacher", "PrefDB", "PrefBuffer", "TRUE_REWARD_KEY", "PREDICTED_REWARD_KEY",
+    "PipelineStats", "RewardPredictor", "PredictedRewardWrapper", "SyntheticTeacher", "PrefDB", "PrefBuffer",
+    "TRUE_REWARD_KEY", "PREDICTED_REWARD_KEY",
     # the errors (drlhp.errors), DrlhpError the root of them all
     "DrlhpError", "ConfigError", "UnknownSettingError", "MissingExtraError", "NoDisplayError", "ObservationError",
     "UsageError", "MissingFileError", "NoLabelsError", "FileFormatError", "PrefDBFormatError",

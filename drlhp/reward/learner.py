@@ -14,7 +14,7 @@ import os
 import time
 from collections.abc import Callable, Iterator
 from contextlib import nullcontext
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import numpy as np
 
@@ -201,14 +201,15 @@ class Learner:
         val_loss = val_acc = float("nan")
         with self.average.applied(self.predictor.net) if self.average is not None else nullcontext():
             self._fit_normaliser(train_db)
-            self.predictor.save(self.files.checkpoint)
-            self._judge_labels(train_db, val_db)
-            if evaluate and len(val_db):
+            if evaluate and len(val_db):  # scored before it is written: the file says how it did
                 val_loss, val_acc = self.optimiser.evaluate(self._batches(val_db))
                 if self.config.adaptive_l2:
                     # Keep validation loss 1.1-1.5x training loss (both without dropout) by scaling the L2 penalty.
                     train_loss, _ = self.optimiser.evaluate(self._batches(train_db))
                     self.optimiser.weight_decay = adapted_l2(self.optimiser.weight_decay, val_loss, train_loss)
+            self.predictor.provenance = self._provenance(train_db, val_db, val_acc)
+            self.predictor.save(self.files.checkpoint)
+            self._judge_labels(train_db, val_db)
         now, normaliser = time.monotonic(), self.predictor.normaliser
         evaluation = Evaluation(
             self.step, len(train_db), len(val_db), float(np.mean(self._recent["loss"] or [np.nan])),
@@ -220,6 +221,13 @@ class Learner:
         self._recent = {"loss": [], "accuracy": []}
         self._pairs_trained, self._rate_clock = 0, now
         return evaluation
+
+    def _provenance(self, train_db: PrefDB, val_db: PrefDB, val_acc: float) -> dict:
+        """What the checkpoint says it was trained on and with (``RewardPredictor.provenance``)."""
+        settings = asdict(self.config)
+        del settings["net"]  # the checkpoint's net_config
+        return {"train_labels": len(train_db), "val_labels": len(val_db),
+                "val_accuracy": None if np.isnan(val_acc) else float(val_acc), "settings": settings}
 
     def _judge_labels(self, train_db: PrefDB, val_db: PrefDB) -> None:
         """The label-noise levers at a checkpoint, judged by the network it holds: the share of random answers the

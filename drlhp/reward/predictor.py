@@ -14,7 +14,9 @@ would cost M times the per-layer call overhead that dominates small batches.
 """
 from __future__ import annotations
 
+import hashlib
 import io
+import json
 import math
 import pickle
 import warnings
@@ -32,6 +34,7 @@ from drlhp.reward.inference import inference_ops
 from drlhp.reward.layers import FrameNorm, MemberLinear, SpatialSoftmax
 from drlhp.reward.normaliser import RewardNormaliser
 from drlhp.storage.files import atomic_write
+from drlhp.version import __version__
 
 CHECKPOINT_FORMAT = "drlhp-reward-predictor-v2"
 
@@ -243,11 +246,20 @@ def preference_accuracy(returns_a: torch.Tensor, returns_b: torch.Tensor, labels
 
 
 class RewardPredictor:
-    """A reward network (ensemble) plus its normaliser, as used by the env process to reward each step."""
+    """A reward network (ensemble) plus its normaliser, as used by the env process to reward each step.
+
+    Its checkpoint is a file to reuse anywhere (``load``, ``drlhp.PredictedRewardWrapper``): the weights, the
+    normaliser, the frames it takes (``config.frame_spec``) and ``provenance``, what it was trained on.
+    """
 
     def __init__(self, config: NetConfig, net: nn.Module | None = None,
-                 normaliser: RewardNormaliser | None = None, training_step: int = 0) -> None:
+                 normaliser: RewardNormaliser | None = None, training_step: int = 0,
+                 provenance: dict | None = None) -> None:
         self.config = config
+        #: What the network was trained on and with, as its checkpoint keeps it (``{}`` where nothing says): the
+        #: ``drlhp_version`` that wrote it, its ``train_labels`` and ``val_labels``, its ``val_accuracy`` on them
+        #: (None unscored) and the training ``settings``, as the learner writes them at each checkpoint.
+        self.provenance = dict(provenance or {})
         self.net = net if net is not None else build_reward_net(config)
         self.normaliser = normaliser or RewardNormaliser((0.0,) * config.n_members, (1.0,) * config.n_members)
         self.training_step = training_step
@@ -317,13 +329,15 @@ class RewardPredictor:
         return float(self.rewards(frame[None])[0])
 
     def _state(self) -> dict:
-        return {
+        state = {
             "format": CHECKPOINT_FORMAT,
             "net_config": self.config.to_dict(),
             "state_dict": self.net.state_dict(),
             "normaliser": self.normaliser.to_dict(),
             "training_step": self.training_step,
+            "provenance": {**self.provenance, "drlhp_version": __version__},
         }
+        return {**state, "digest": _digest(state)}
 
     def save(self, path: str) -> None:
         """Atomically write weights, normaliser and network config (loadable with weights_only=True)."""
@@ -351,10 +365,15 @@ class RewardPredictor:
             if not isinstance(state, dict) or not str(state.get("format", "")).startswith("drlhp-reward-predictor-"):
                 raise ValueError("not a drlhp reward-predictor checkpoint")
             _refuse_earlier_forms(path, state)
+            if "digest" in state and state["digest"] != _digest(state):  # a checkpoint before digests has none
+                raise CheckpointFormatError(
+                    f"{path} is not the reward-predictor checkpoint drlhp wrote: its contents do not match the digest "
+                    "it was written with (changed or damaged since). Use an intact copy, or train it again.")
             config = NetConfig.from_dict(state["net_config"])
             net = build_reward_net(config)
             net.load_state_dict(state["state_dict"])
-            return cls(config, net, RewardNormaliser.from_dict(state["normaliser"]), int(state["training_step"]))
+            return cls(config, net, RewardNormaliser.from_dict(state["normaliser"]), int(state["training_step"]),
+                       dict(state.get("provenance") or {}))  # {}: a checkpoint written before drlhp kept it
         except CheckpointFormatError:
             raise
         except FileNotFoundError as e:
@@ -364,6 +383,18 @@ class RewardPredictor:
             raise CheckpointFormatError(
                 f"{path} is not a valid drlhp reward-predictor checkpoint: {_why_unreadable(e)}. "
                 "Use a reward_predictor.ckpt written by drlhp's reward-training process.") from e
+
+
+def _digest(state: dict) -> str:
+    """SHA-256 of a checkpoint's contents, its ``digest`` left out: every tensor's bytes and every other field.
+    torch's loader reads a changed tensor without complaint; this is what tells."""
+    h = hashlib.sha256()
+    h.update(json.dumps({k: v for k, v in state.items() if k not in ("state_dict", "digest")}, sort_keys=True,
+                        default=repr).encode())
+    for name, tensor in sorted(state["state_dict"].items()):
+        h.update(name.encode())
+        h.update(tensor.detach().cpu().contiguous().view(torch.uint8).numpy().tobytes() if tensor.numel() else b"")
+    return h.hexdigest()
 
 
 def _refuse_earlier_forms(path: str | BinaryIO, state: dict) -> None:

@@ -51,8 +51,20 @@ def test_a_checkpoint_says_what_it_was_trained_on_and_by_which_drlhp(trained):
     assert about["drlhp_version"] == drlhp.__version__
     assert (about["train_labels"], about["val_labels"]) == (n_train, n_val) and n_train + n_val == 120
     assert about["val_accuracy"] == pytest.approx(val_accuracy) and val_accuracy > 0.8
+    assert about["val_accuracy_step"] == model.training_step == 40
     assert about["settings"]["lr"] == settings().lr and about["settings"]["augmentation"]["shift"] == 0
     assert model.config.frame_spec.shape == (FEATURES,)
+
+
+def test_a_checkpoint_written_unscored_at_close_says_which_step_its_accuracy_is_of(tmp_path):
+    labels = labelled(60, seed=3)
+    learner = Learner(settings(), str(tmp_path))
+    scored = learner.train(45, labels.train_db, labels.val_db)[-1]  # checkpoints at 5, 20 and 40; then 5 more steps
+    learner.checkpoint(labels.train_db, labels.val_db, evaluate=False)  # as the trainer does at close
+    model = RewardPredictor.load(LogDir(str(tmp_path)).checkpoint)
+    assert model.training_step == 45 and scored.training_step == 40
+    assert model.provenance["val_accuracy"] == pytest.approx(scored.val_accuracy)
+    assert model.provenance["val_accuracy_step"] == 40
 
 
 def test_the_wrapper_rewards_each_step_with_the_models_reward_of_the_observation_it_ends_in(trained):

@@ -102,6 +102,8 @@ class Learner:
         self.average = WeightAverage(config.weight_average) if config.weight_average is not None else None
         self.optimiser = self._load(pretrained_ckpt, resume)
         self.ckpt_step = self.step  # the step of the last checkpoint (or of the one started from)
+        # The last validation accuracy measured and its step, for a checkpoint not scored itself (the one at close).
+        self._last_val: tuple[float | None, int | None] = (None, None)
         self._recent: dict[str, list[float]] = {"loss": [], "accuracy": []}
         self._pairs_trained = 0
         self._rate_clock = time.monotonic()
@@ -207,7 +209,9 @@ class Learner:
                     # Keep validation loss 1.1-1.5x training loss (both without dropout) by scaling the L2 penalty.
                     train_loss, _ = self.optimiser.evaluate(self._batches(train_db))
                     self.optimiser.weight_decay = adapted_l2(self.optimiser.weight_decay, val_loss, train_loss)
-            self.predictor.provenance = self._provenance(train_db, val_db, val_acc)
+            if not np.isnan(val_acc):
+                self._last_val = (float(val_acc), self.step)
+            self.predictor.provenance = self._provenance(train_db, val_db)
             self.predictor.save(self.files.checkpoint)
             self._judge_labels(train_db, val_db)
         now, normaliser = time.monotonic(), self.predictor.normaliser
@@ -222,12 +226,13 @@ class Learner:
         self._pairs_trained, self._rate_clock = 0, now
         return evaluation
 
-    def _provenance(self, train_db: PrefDB, val_db: PrefDB, val_acc: float) -> dict:
+    def _provenance(self, train_db: PrefDB, val_db: PrefDB) -> dict:
         """What the checkpoint says it was trained on and with (``RewardPredictor.provenance``)."""
         settings = asdict(self.config)
         del settings["net"]  # the checkpoint's net_config
-        return {"train_labels": len(train_db), "val_labels": len(val_db),
-                "val_accuracy": None if np.isnan(val_acc) else float(val_acc), "settings": settings}
+        val_accuracy, val_step = self._last_val
+        return {"train_labels": len(train_db), "val_labels": len(val_db), "val_accuracy": val_accuracy,
+                "val_accuracy_step": val_step, "settings": settings}
 
     def _judge_labels(self, train_db: PrefDB, val_db: PrefDB) -> None:
         """The label-noise levers at a checkpoint, judged by the network it holds: the share of random answers the

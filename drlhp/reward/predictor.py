@@ -257,8 +257,10 @@ class RewardPredictor:
                  provenance: dict | None = None) -> None:
         self.config = config
         #: What the network was trained on and with, as its checkpoint keeps it (``{}`` where nothing says): the
-        #: ``drlhp_version`` that wrote it, its ``train_labels`` and ``val_labels``, its ``val_accuracy`` on them
-        #: (None unscored) and the training ``settings``, as the learner writes them at each checkpoint.
+        #: ``drlhp_version`` that wrote it, its ``train_labels`` and ``val_labels``, the training ``settings``, and
+        #: ``val_accuracy``, the last validation accuracy measured, at training step ``val_accuracy_step`` (this
+        #: checkpoint's own ``training_step``, except at a run's close, which writes without scoring; None before
+        #: any), as the learner writes them at each checkpoint.
         self.provenance = dict(provenance or {})
         self.net = net if net is not None else build_reward_net(config)
         self.normaliser = normaliser or RewardNormaliser((0.0,) * config.n_members, (1.0,) * config.n_members)

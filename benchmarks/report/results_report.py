@@ -384,7 +384,7 @@ def scale_sentence(per_task: dict[str, dict[str, Arm]], task: str = "halfcheetah
     over_control = float(np.mean([learned[s] - control[s] for s in seeds]))
     if not above:
         verdict = "drlhp's lead over the raw true reward is the scale's: standardised, the true reward does as well"
-    elif len(above) == len(seeds) and min(learned[s] for s in seeds) > max(control.values()):
+    elif len(above) == len(seeds) and min(learned[s] for s in seeds) > max(control[s] for s in seeds):
         verdict = "the learned reward itself, not only its scale, gives SAC more than the true reward does"
     else:
         verdict = (f"drlhp's mean lead shrinks from {over_raw:+.2f} over the raw true reward to {over_control:+.2f} "

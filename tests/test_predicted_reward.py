@@ -2,10 +2,10 @@
 rewarding an env with it in this process, without the pipeline."""
 from __future__ import annotations
 
-import gymnasium
 import numpy as np
 import pytest
 import torch
+from conftest import FakePixelEnv
 from test_learner import FEATURES, labelled, settings
 
 import drlhp
@@ -14,24 +14,9 @@ from drlhp.reward.learner import Learner
 from drlhp.storage.layout import LogDir, checkpoint_path
 
 
-class FeatureEnv(gymnasium.Env):
-    """Flat observations of ``size`` features (the learner tests' frames); its own reward is the first feature."""
-
-    def __init__(self, size: int = FEATURES) -> None:
-        self.observation_space = gymnasium.spaces.Box(-5, 5, (size,), np.float32)
-        self.action_space = gymnasium.spaces.Discrete(2)
-        self._rng = np.random.default_rng(0)
-
-    def _obs(self) -> np.ndarray:
-        return self._rng.normal(size=self.observation_space.shape).astype(np.float32)
-
-    def reset(self, *, seed=None, options=None):
-        super().reset(seed=seed)
-        return self._obs(), {}
-
-    def step(self, action):
-        obs = self._obs()
-        return obs, float(obs[0]), False, False, {}
+def feature_env(size: int = FEATURES) -> FakePixelEnv:
+    """Flat float observations of ``size`` features (the learner tests' frames); its own reward is the first."""
+    return FakePixelEnv((size,), np.float32, reward_fn=lambda t: (t % 256) / 255)  # each feature is (t % 256) / 255
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +55,7 @@ def test_a_checkpoint_written_unscored_at_close_says_which_step_its_accuracy_is_
 def test_the_wrapper_rewards_each_step_with_the_models_reward_of_the_observation_it_ends_in(trained):
     folder = trained[0]
     model = RewardPredictor.load(checkpoint_path(folder))
-    env = PredictedRewardWrapper(FeatureEnv(), folder)  # the folder, as a run leaves it
+    env = PredictedRewardWrapper(feature_env(), folder)  # the folder, as a run leaves it
     env.reset(seed=0)
     for _ in range(5):
         obs, reward, _, _, info = env.step(0)
@@ -83,24 +68,24 @@ def test_the_wrapper_rewards_each_step_with_the_models_reward_of_the_observation
 
 def test_an_env_of_other_frames_is_refused_naming_both_shapes(trained):
     with pytest.raises(ObservationError, match=r"shape \(4,\).*shape \(6,\)|shape \(6,\).*shape \(4,\)"):
-        PredictedRewardWrapper(FeatureEnv(size=6), trained[0])
+        PredictedRewardWrapper(feature_env(size=6), trained[0])
     # ... unless obs_transform_func gives the frames it was trained on.
-    env = PredictedRewardWrapper(FeatureEnv(size=6), trained[0], obs_transform_func=lambda obs: obs[:FEATURES])
+    env = PredictedRewardWrapper(feature_env(size=6), trained[0], obs_transform_func=lambda obs: obs[:FEATURES])
     env.reset(seed=0)
     assert np.isfinite(env.step(0)[1])
 
 
 def test_a_missing_or_tampered_file_is_one_clear_error(trained, tmp_path):
     with pytest.raises(MissingFileError, match="no checkpoint at"):
-        PredictedRewardWrapper(FeatureEnv(), str(tmp_path / "nowhere.ckpt"))
+        PredictedRewardWrapper(feature_env(), str(tmp_path / "nowhere.ckpt"))
     state = torch.load(checkpoint_path(trained[0]), weights_only=True)
     first = next(iter(state["state_dict"]))
     state["state_dict"][first] = state["state_dict"][first] + 0.01  # a weight changed, the file still well formed
     torch.save(state, tmp_path / "changed.ckpt")
     with pytest.raises(CheckpointFormatError, match="do not match the digest it was written with"):
-        PredictedRewardWrapper(FeatureEnv(), str(tmp_path / "changed.ckpt"))
+        PredictedRewardWrapper(feature_env(), str(tmp_path / "changed.ckpt"))
     data = bytearray(open(checkpoint_path(trained[0]), "rb").read())
     data[len(data) // 2:len(data) // 2 + 64] = bytes(64)  # a stretch of the file overwritten
     (tmp_path / "damaged.ckpt").write_bytes(bytes(data))
     with pytest.raises(CheckpointFormatError, match="not a valid drlhp reward-predictor checkpoint|do not match"):
-        PredictedRewardWrapper(FeatureEnv(), str(tmp_path / "damaged.ckpt"))
+        PredictedRewardWrapper(feature_env(), str(tmp_path / "damaged.ckpt"))

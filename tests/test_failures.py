@@ -152,7 +152,9 @@ def test_workers_outlive_a_sigterm_to_the_process_group_so_the_main_process_stop
         from conftest import FakePixelEnv, FAST, step_until
         from drlhp import HumanPreferencesEnvWrapper
         if __name__ == "__main__":
-            env = HumanPreferencesEnvWrapper(FakePixelEnv(), log_dir={str(tmp_path)!r}, **FAST)
+            # No label may leave the database for its size: every one received must be on disk.
+            env = HumanPreferencesEnvWrapper(FakePixelEnv(), log_dir={str(tmp_path)!r}, max_prefs_in_db=10**6,
+                                             **FAST)
             sigterm = threading.Event()
             signal.signal(signal.SIGTERM, lambda *_: sigterm.set())
             step_until(env, lambda: env.stats().labels_received >= 5)

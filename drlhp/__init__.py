@@ -9,9 +9,12 @@ The bundled envs ``"drlhp/MovingDot-v0"`` and ``"drlhp/MovingDotRandomTarget-v0"
 import gymnasium
 
 from drlhp.config import PreferenceConfig
+from drlhp.datasets.writing import relabel_dataset
+from drlhp.datasets.replay_env import DatasetReplayEnv
 from drlhp.errors import (
     CheckpointFormatError,
     ConfigError,
+    DatasetFormatError,
     DrlhpError,
     FileFormatError,
     InvalidAnswer,
@@ -49,10 +52,10 @@ if "drlhp/MovingDot-v0" not in gymnasium.registry:
 __all__ = [
     "HumanPreferencesEnvWrapper", "HumanPreferencesVectorWrapper", "PreferenceConfig", "PreferencePipeline",
     "PipelineStats", "RewardPredictor", "PredictedRewardWrapper", "SyntheticTeacher", "PrefDB", "PrefBuffer",
-    "TRUE_REWARD_KEY", "PREDICTED_REWARD_KEY",
+    "TRUE_REWARD_KEY", "PREDICTED_REWARD_KEY", "DatasetReplayEnv", "relabel_dataset",
     # the errors (drlhp.errors), DrlhpError the root of them all
     "DrlhpError", "ConfigError", "UnknownSettingError", "MissingExtraError", "NoDisplayError", "ObservationError",
     "UsageError", "MissingFileError", "NoLabelsError", "FileFormatError", "PrefDBFormatError",
     "CheckpointFormatError", "WorkerError", "LogDirInUseError", "LogDirHasLabelsError", "InvalidAnswer",
-    "NothingToUndo", "WriteError",
+    "NothingToUndo", "WriteError", "DatasetFormatError",
 ]

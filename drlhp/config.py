@@ -50,6 +50,9 @@ from drlhp.storage.run_dir import can_resume
 #: How people label (``PreferenceConfig.labelling``).
 Labelling = Literal["terminal", "web"]
 LABELLING: tuple[Labelling, ...] = get_args(Labelling)
+#: What a person is shown of each step (``PreferenceConfig.display_frames``).
+DisplayFrames = Literal["auto", "observations", "render"]
+DISPLAY_FRAMES: tuple[DisplayFrames, ...] = get_args(DisplayFrames)
 
 
 @dataclass(frozen=True)
@@ -147,6 +150,11 @@ class PreferenceConfig:
     web_port: int = LABELLERS(8765, "the page's port; 0: any free port")
     web_pair_timeout: float = LABELLERS(120.0, (
         "seconds a pair handed to one labeller waits for their answer before it goes to someone else"))
+    display_frames: DisplayFrames = LABELLERS("auto", (
+        "what a person is shown of each step: `observations` (the frames the reward network sees), `render` (the "
+        "env's `render()`, fitted into 160 px: make the env with `render_mode=\"rgb_array\"`; a MuJoCo body, or "
+        "Atari in colour beside the network's grey frames) or `auto`: `render` where the frames are flat vectors "
+        "and the env renders, else `observations`. Renders come from a single env (`HumanPreferencesEnvWrapper`)"))
     display_zoom: int | None = LABELLERS(None, (
         "whole-number zoom of the clips shown to a person (None: about 336 px tall)"))
     display_fps: float = LABELLERS(20.0, "frame rate of the clips shown to a person")
@@ -376,6 +384,8 @@ def check_config(c: PreferenceConfig) -> None:
     need(c.collect_prefs or not c.train_reward or c.prefs_dir is not None or c.resume,
          "train_reward=True with collect_prefs=False has nothing to train on: pass prefs_dir= (saved preferences)")
     need(c.labelling in LABELLING, f"labelling must be one of {LABELLING}, got {c.labelling!r}")
+    need(c.display_frames in DISPLAY_FRAMES, f"display_frames must be one of {DISPLAY_FRAMES}, got "
+         f"{c.display_frames!r}")
     need(c.labelling == "terminal" or not c.synthetic_preferences,
          f"labelling={c.labelling!r} is how people label, but synthetic_preferences=True labels without them; "
          "pass synthetic_preferences=False as well")

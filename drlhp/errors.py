@@ -75,6 +75,11 @@ class PrefDBFormatError(FileFormatError):
     """A preference file is corrupt, tampered with, or not a drlhp preference database."""
 
 
+class DatasetFormatError(FileFormatError):
+    """A dataset lacks what drlhp reads from it (its episodes' observations, rewards, terminations and
+    truncations), or holds them in shapes that do not fit together."""
+
+
 class CheckpointFormatError(FileFormatError):
     """A reward-predictor checkpoint is corrupt, of another program or an earlier drlhp, or holds more than tensors."""
 

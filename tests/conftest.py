@@ -91,10 +91,14 @@ class FakePixelEnv(gymnasium.Env):
     ``truncate=True``), so tests control exactly where episodes and segments end.
     """
 
-    metadata = {"render_modes": []}
+    metadata = {"render_modes": ["rgb_array"]}
+    #: What ``render()`` returns: an RGB image of this shape, every pixel the step counter (mod 256).
+    RENDER_SHAPE = (40, 30, 3)
 
     def __init__(self, shape: tuple[int, ...] = (12, 12, 1), dtype=np.uint8, episode_length: int = 1000,
-                 truncate: bool = False, reward_fn: Callable[[int], float] | None = None) -> None:
+                 truncate: bool = False, reward_fn: Callable[[int], float] | None = None,
+                 render_mode: str | None = None) -> None:
+        self.render_mode = render_mode
         high = 255 if np.issubdtype(dtype, np.integer) else 1.0
         self.observation_space = spaces.Box(0, high, shape, dtype)
         self.action_space = spaces.Discrete(2)
@@ -115,6 +119,9 @@ class FakePixelEnv(gymnasium.Env):
         self.t += 1
         done = self.t >= self.episode_length
         return self._obs(), self.reward_fn(self.t), done and not self.truncate, done and self.truncate, {}
+
+    def render(self):
+        return np.full(self.RENDER_SHAPE, self.t % 256, np.uint8) if self.render_mode == "rgb_array" else None
 
 
 class StampedEnv(gymnasium.Env):

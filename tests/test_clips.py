@@ -35,10 +35,10 @@ def test_episode_clips_follow_each_envs_episodes_and_skip_unrecorded_steps():
     frames = lambda t: np.full((2, 6, 6, 1), t, np.uint8)  # noqa: E731
     assert clips.add(frames(0), [0.0, 0.0]) == []
     done = clips.add(frames(1), [1.0, 1.0], episode_ends=[True, False])  # env 0's episode ends with its clip
-    assert [(i, episode, f[:, 0, 0, 0].tolist()) for i, episode, f, _ in done] == [(0, 0, [0, 1]), (1, 1, [0, 1])]
+    assert [(i, episode, f[:, 0, 0, 0].tolist()) for i, episode, f, *_ in done] == [(0, 0, [0, 1]), (1, 1, [0, 1])]
     clips.add(frames(2), [0.0, 0.0], recorded=[False, True], episode_ends=[False, True])  # env 1: a 1-frame tail
     done = [clips.add(frames(t), [0.0, 0.0]) for t in (3, 4)][-1]
-    assert [(i, episode, f[:, 0, 0, 0].tolist()) for i, episode, f, _ in done] == [(0, 2, [3, 4]), (1, 3, [3, 4])]
+    assert [(i, episode, f[:, 0, 0, 0].tolist()) for i, episode, f, *_ in done] == [(0, 2, [3, 4]), (1, 3, [3, 4])]
     assert clips.n_tail_frames_dropped == 1
 
 

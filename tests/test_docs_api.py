@@ -17,7 +17,7 @@ import griffe
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PUBLIC_MODULES = ["drlhp", "drlhp.sb3", "drlhp.envs", "drlhp.cluster", "drlhp.cluster.rllib"]
+PUBLIC_MODULES = ["drlhp", "drlhp.sb3", "drlhp.envs", "drlhp.datasets", "drlhp.cluster", "drlhp.cluster.rllib"]
 # Named by the guide as things to import, from modules that are otherwise internal.
 ALSO_PUBLIC = ["drlhp.labellers.Labeller", "drlhp.labellers.ShowsEpisodes", "drlhp.labellers.TimesAnswers",
                "drlhp.labellers.ConcurrentLabeller", "drlhp.labellers.ServesPage", "drlhp.labellers.NamesAnswerers",

@@ -21,8 +21,8 @@ PACKAGE = Path(__file__).resolve().parent.parent / "drlhp"
 
 #: drlhp's layers, lowest first, each a folder or a module of the package. ``face`` is the package itself
 #: (``drlhp/__init__.py``) and the seed's import paths that re-export from the folders.
-LAYERS = ("version", "errors", "envs", "clips", "storage", "label_store", "reward", "labelling", "config", "runtime",
-          "frontends", "cli", "cluster", "face")
+LAYERS = ("version", "errors", "envs", "clips", "storage", "label_store", "reward", "datasets", "labelling", "config",
+          "runtime", "frontends", "cli", "cluster", "face")
 FACE = ("drlhp", "drlhp.pref_db", "drlhp.reward_predictor", "drlhp.pref_interface", "drlhp.labellers",
         "drlhp.sb3", "drlhp.learning_curve")
 #: The only layers that may import ``multiprocessing``: the runtime, and config, which checks ``mp_start_method``

@@ -21,13 +21,13 @@ class Recording(Pipeline):
         self.config = PreferenceConfig(obs_transform_func=None)
         self.frame_spec, self.n_envs = infer_frame_spec(frame), n_envs
         self.labelling_url = self.labelling_owner_url = None
-        self.episode_clips = None
+        self.episode_clips = self.display_spec = None
         self.steps: list[tuple] = []
         self.closed = False
 
     def count_env_steps(self, n: int) -> None: ...
 
-    def step(self, frames, true_rewards, recorded=None, episode_ends=None):
+    def step(self, frames, true_rewards, recorded=None, episode_ends=None, display=None):
         self.steps.append((frames.shape, list(true_rewards), episode_ends))
         return frames.reshape(len(frames), -1).mean(axis=1)
 

@@ -133,14 +133,19 @@ class _SafeUnpickler(pickle.Unpickler):
         raise _RefusedGlobal(f"its {self.setting} refers to {module}.{name}")
 
 
-def collect(env_id: str, log_dir: str, n_labels: int, policy: str | None = None, algo: str = "ppo",
-            on_label: Callable[[int], None] | None = None, **settings) -> list[str]:
-    """Play ``env_id`` (randomly, or with an SB3 policy) until the run holds ``n_labels`` labels, then save them.
+def collect(env_id: str | None, log_dir: str, n_labels: int, policy: str | None = None, algo: str = "ppo",
+            on_label: Callable[[int], None] | None = None, dataset: str | None = None, **settings) -> list[str]:
+    """Play ``env_id`` (randomly, or with an SB3 policy), or replay the Minari ``dataset``'s episodes, until the run
+    holds ``n_labels`` labels, then save them.
 
     ``settings``: the wrapper's arguments (``synthetic_preferences``, ``segment_length``, ``seed``,
     ``resume``, ...). ``on_label(n)`` reports the run's label count as it grows. Returns the saved files.
     """
-    env = make_env(env_id)
+    if (env_id is None) == (dataset is None):
+        raise ConfigError("collect from an env (its id) or from a dataset (--dataset), one of the two")
+    if dataset is not None and policy:
+        raise ConfigError("a dataset's episodes are replayed as recorded: --policy has nothing to act on")
+    env = make_env(env_id) if env_id is not None else _replay(dataset, settings)
     act = load_policy(policy, algo) if policy else None
     seed = settings.get("seed")
     # Collecting a database: labels as fast as they come (n_labels is where it stops), unless told otherwise.
@@ -161,3 +166,12 @@ def collect(env_id: str, log_dir: str, n_labels: int, policy: str | None = None,
         if on_label is not None:
             on_label(wrapped.stats().run_labels or 0)
         return wrapped.save_prefs()
+
+
+def _replay(dataset: str | None, settings: dict) -> gymnasium.Env:
+    """The dataset's episodes as an env; it renders for a person where people label."""
+    from drlhp.datasets.replay_env import DatasetReplayEnv
+
+    assert dataset is not None
+    people = settings.get("synthetic_preferences") is False
+    return DatasetReplayEnv(dataset, render_mode="rgb_array" if people else None)

@@ -1,10 +1,12 @@
 """The ``drlhp`` command: the common jobs from the shell.
 
     drlhp collect drlhp/MovingDot-v0 --synthetic --labels 500 --log-dir prefs
+    drlhp collect --dataset hopper/replay-v0 --web --labels 500 --log-dir prefs
     drlhp train-reward prefs --steps 1000 --log-dir reward
     drlhp eval-reward reward/reward_predictor_checkpoints prefs
     drlhp show-prefs prefs
     drlhp plot reward
+    drlhp relabel-dataset hopper/replay-v0 reward/reward_predictor_checkpoints --out hopper/relabelled-v0
 
 ``drlhp <command> --help`` says more. The checkpoint ``train-reward`` writes is
 what the wrappers' ``pretrained_reward_predictor_dir=`` loads.
@@ -71,11 +73,20 @@ def cmd_collect(args) -> None:
     # A person answering in this terminal: the questions count the pairs, a bar would overwrite them.
     in_terminal = not (args.synthetic or args.web)
     paths = collect(args.env_id, args.log_dir, args.labels, args.policy, args.algo,
-                    on_label=None if in_terminal else on_label, synthetic_preferences=args.synthetic,
+                    on_label=None if in_terminal else on_label, dataset=args.dataset,
+                    synthetic_preferences=args.synthetic,
                     labelling="web" if args.web else "terminal", resume=args.resume, log_level=logging.WARNING,
                     **settings_from(args, COLLECT_SETTINGS))
     bar.close()
     print(f"{chr(10) if in_terminal else ''}saved {' and '.join(paths)}")  # after an unanswered question
+
+
+def cmd_relabel_dataset(args) -> None:
+    from drlhp.datasets.writing import relabel_dataset
+
+    made = relabel_dataset(args.dataset, args.checkpoint, args.out)
+    print(f"wrote the Minari dataset {args.out}: {made.total_episodes} episodes, {made.total_steps} steps, each "
+          "reward the reward model's")
 
 
 def cmd_train_reward(args) -> None:
@@ -143,8 +154,10 @@ def build_parser() -> argparse.ArgumentParser:
     stamp = time.strftime("%Y%m%d-%H%M%S")
 
     p = sub.add_parser("collect", help="gather preferences on an env, then save them")
-    p.add_argument("env_id", help="anything gymnasium.make accepts: drlhp/MovingDot-v0, ALE/Pong-v5, "
-                   "my_module:MyEnv-v0")
+    p.add_argument("env_id", nargs="?", help="anything gymnasium.make accepts: drlhp/MovingDot-v0, ALE/Pong-v5, "
+                   "my_module:MyEnv-v0 (or --dataset instead)")
+    p.add_argument("--dataset", help="label clips of a recorded Minari dataset instead of an env: its id, or its "
+                   "folder (needs drlhp[datasets])")
     p.add_argument("--synthetic", action="store_true", help="label from the env's reward (default: you label, "
                    "in a window and this terminal)")
     p.add_argument("--web", action="store_true", help="people label on a web page (its address is printed; "
@@ -173,6 +186,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("prefs_dir")
     p.add_argument("--split", choices=("val", "train", "all"), default="val")
     p.set_defaults(run=cmd_eval_reward)
+
+    p = sub.add_parser("relabel-dataset", help="a new Minari dataset: a dataset's episodes with a reward model's "
+                       "rewards")
+    p.add_argument("dataset", help="the Minari dataset to relabel: its id, or its folder")
+    p.add_argument("checkpoint", help="a reward_predictor.ckpt, or the directory holding it")
+    p.add_argument("--out", required=True, help="the new dataset's id (e.g. hopper/relabelled-v0); never overwritten")
+    p.set_defaults(run=cmd_relabel_dataset)
 
     p = sub.add_parser("show-prefs", help="replay saved pairs with their labels in a window")
     p.add_argument("path", help="a log_dir, or a train.pkl.gz / val.pkl.gz file")

@@ -18,7 +18,10 @@ class Clip:
     ``(length,)`` (float64). ``clip_id`` is unique within one wrapper's run;
     ``episode`` identifies the episode, unique across the envs of one run (-1 where
     unknown, e.g. loaded from a file); ``env_index`` is the sub-env of a vector env
-    it came from (0 for a single env).
+    it came from (0 for a single env). ``display``: what a person is shown of those
+    steps instead of ``frames`` (the env's renders, ``(length, H, W, 3)`` uint8), or
+    None: the frames themselves. Only the preference interface holds it: the trainer,
+    the database and the journal keep ``frames``.
     """
 
     clip_id: int
@@ -26,10 +29,16 @@ class Clip:
     rewards: np.ndarray
     episode: int = -1
     env_index: int = 0
+    display: np.ndarray | None = None
 
     @property
     def true_return(self) -> float:
         return float(self.rewards.sum())
+
+    @property
+    def shown(self) -> np.ndarray:
+        """The frames a person is shown: ``display`` where there is one, else ``frames``."""
+        return self.frames if self.display is None else self.display
 
 
 def pack_frames(frames: np.ndarray) -> bytes:

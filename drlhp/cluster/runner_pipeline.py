@@ -59,6 +59,7 @@ class RunnerPipeline(Pipeline):
         self.labelling_url = None  # the page is the service's: PreferenceService.labelling_url
         self.labelling_owner_url = None
         self.episode_clips = EpisodeClips(self.frame_spec, self.config.segment_length, n_envs)
+        self.display_spec = None  # a person labels at the preference service, from the clips it receives
         rate = settings["clips_per_second"] * clip_share
         self._cap = RateCap(rate, burst=max(1.0, rate * flush_interval))
         # A new source per env and per restart: the episodes of a restarted runner stay apart.
@@ -77,13 +78,12 @@ class RunnerPipeline(Pipeline):
 
     # -- the per-step path (the front-ends' contract) ------------------------------------
     def step(self, frames: np.ndarray, true_rewards: Sequence[float], recorded: Sequence[bool] | None = None,
-             episode_ends: Sequence[bool] | None = None) -> np.ndarray | None:
+             episode_ends: Sequence[bool] | None = None, display: np.ndarray | None = None) -> np.ndarray | None:
         """Take one step of every env; returns their normalised predicted rewards (zeros before the first
-        weights), or None after ``switch_to_true_reward()``."""
+        weights), or None after ``switch_to_true_reward()``. ``display`` is never given: ``display_spec`` is None."""
         self._unreported_steps += self.n_envs if recorded is None else sum(recorded)
-        for env_index, episode, clip_frames, clip_rewards in self.episode_clips.add(frames, true_rewards, recorded,
-                                                                             episode_ends):
-            self._keep(env_index, episode, clip_frames, clip_rewards)
+        for clip in self.episode_clips.add(frames, true_rewards, recorded, episode_ends):
+            self._keep(clip.env_index, clip.episode, clip.frames, clip.rewards)
         now = time.monotonic()
         if now >= self._next_flush:
             self._next_flush = now + self._flush_interval

@@ -2,13 +2,14 @@
 a user calls, the ``info`` keys, and taking one env's observation out of a batch."""
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol
 
 import numpy as np
 
 from drlhp.clips.frames import FrameSpec, infer_frame_spec
 from drlhp.config import PreferenceConfig
 from drlhp.errors import ConfigError, UsageError
+from drlhp.labelling.display import DISPLAY_SPEC, fitted_render
 from drlhp.runtime.contract import Pipeline, PipelineFactory
 from drlhp.runtime.pipeline import PreferencePipeline
 from drlhp.runtime.stats import PipelineStats
@@ -31,13 +32,18 @@ class PipelineFrontEnd:
     pipeline: Pipeline
 
     def _start_pipeline(self, single_obs: Any, n_envs: int, config: PreferenceConfig | None, kwargs: dict,
-                        factory: PipelineFactory | None) -> None:
+                        factory: PipelineFactory | None, render: Callable[[], Any] | None = None) -> None:
         """Start the local pipeline with these settings, checked against the frame of ``single_obs`` (one env's
-        sample observation), or the one ``factory`` makes, which has settings of its own."""
+        sample observation), or the one ``factory`` makes, which has settings of its own. ``render``: the env's
+        ``render()`` where it returns RGB images (a single env), for ``display_frames``."""
+        self._render: Callable[[], Any] | None = None
         if factory is None:
             config = PreferenceConfig.from_kwargs(config, kwargs)
             self._transform = config.obs_transform_func
-            self.pipeline = PreferencePipeline(config, infer_frame_spec(self._frame(single_obs)), n_envs)
+            spec = infer_frame_spec(self._frame(single_obs))
+            if _shows_renders(config, spec, render):
+                self._render = render
+            self.pipeline = PreferencePipeline(config, spec, n_envs, DISPLAY_SPEC if self._render else None)
             return
         if config is not None or kwargs:
             raise ConfigError("a front-end given a pipeline_factory takes its settings from that pipeline: pass "
@@ -45,6 +51,10 @@ class PipelineFrontEnd:
         self.pipeline = factory(n_envs)
         self._transform = self.pipeline.config.obs_transform_func
         self._frame(single_obs)  # an observation the pipeline cannot store fails here, not at the first clip
+
+    def _display(self) -> np.ndarray | None:
+        """What a person is shown of the step just taken (a batch of one render), or None: its frame."""
+        return None if self._render is None else fitted_render(self._render())[None]
 
     def _frame(self, obs: Any) -> np.ndarray:
         """One env's observation -> the frame stored and rewarded."""
@@ -147,6 +157,19 @@ class PipelineFrontEnd:
 
     def __exit__(self: _Closable, *exc) -> None:  # a front-end is also an env (wrapper): it has close()
         self.close()
+
+
+def _shows_renders(config: PreferenceConfig, spec: FrameSpec, render: Callable[[], Any] | None) -> bool:
+    """Whether a person is shown the env's renders (``display_frames``), or a clear error where they cannot be."""
+    if not config.people_label or config.display_frames == "observations":
+        return False
+    if config.display_frames == "auto":
+        return render is not None and not spec.is_image
+    if render is None:
+        raise ConfigError("display_frames=\"render\" shows a person the env's render(): wrap a single env "
+                          "(HumanPreferencesEnvWrapper) made with render_mode=\"rgb_array\", e.g. "
+                          "gymnasium.make(env_id, render_mode=\"rgb_array\")")
+    return True
 
 
 def batch_length(obs: Any) -> int:

@@ -35,7 +35,9 @@ class HumanPreferencesEnvWrapper(PipelineFrontEnd, gymnasium.Wrapper, gymnasium.
         # Event, a model, a connection), and the settings are the user's objects either way.
         gymnasium.utils.RecordConstructorArgs.__init__(self, _disable_deepcopy=True, config=config, **kwargs)
         gymnasium.Wrapper.__init__(self, env)
-        self._start_pipeline(env.observation_space.sample(), 1, config, kwargs, pipeline_factory)
+        renders = env.render_mode == "rgb_array"
+        self._start_pipeline(env.observation_space.sample(), 1, config, kwargs, pipeline_factory,
+                             env.render if renders else None)
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         """Reset the env; the unfinished clip of the episode that ends here is dropped."""
@@ -47,7 +49,8 @@ class HumanPreferencesEnvWrapper(PipelineFrontEnd, gymnasium.Wrapper, gymnasium.
         """Step the env; the reward is the predicted one once it is returned, the env's own is in info."""
         obs, reward, terminated, truncated, info = self.env.step(action)
         frame = self._frame(obs)
-        predicted = self.pipeline.step(frame[None], (reward,), episode_ends=(terminated or truncated,))
+        predicted = self.pipeline.step(frame[None], (reward,), episode_ends=(terminated or truncated,),
+                                       display=self._display())
         info = dict(info)
         info[TRUE_REWARD_KEY] = reward
         if predicted is not None:

@@ -17,13 +17,41 @@ from drlhp.errors import ObservationError
 BORDER_PX = 8
 CAPTION_PX = 28
 PROGRESS_PX = 6
+#: The square an env's render is fitted into before a person is shown it. Why this small: the interface keeps
+#: ``max_segs`` clips of renders (200 x 25 x 160 x 160 x 3 bytes = 384 MB), and a body's motion reads well at
+#: 160 px shown twice as large.
+DISPLAY_PX = 160
+DISPLAY_SPEC = FrameSpec((DISPLAY_PX, DISPLAY_PX, 3), "uint8", "HWC")
 
 
 def require_images(spec: FrameSpec, who: str) -> None:
     """Raise ``ObservationError`` unless frames of ``spec`` are images a person can be shown (``who`` shows them)."""
     if not spec.is_image:
-        raise ObservationError(f"{who} needs image observations to show; pass obs_transform_func= returning an image "
-                         "(HxW, HxWxC, CxHxW or SxHxWxC)")
+        raise ObservationError(f"{who} needs images to show: these observations are flat vectors. Wrap the env with "
+                               "HumanPreferencesEnvWrapper made with render_mode=\"rgb_array\" (a person is then shown"
+                               " its renders), or pass obs_transform_func= returning an image (HxW, HxWxC, CxHxW or "
+                               "SxHxWxC)")
+
+
+def fitted_render(image: object) -> np.ndarray:
+    """An env's RGB render (H, W, 3) as ``DISPLAY_SPEC``: shrunk by the smallest whole factor that fits (each
+    block of pixels averaged), centred on black."""
+    if not isinstance(image, np.ndarray) or image.ndim != 3 or image.shape[2] != 3 or image.dtype != np.uint8:
+        got = (f"an array of shape {image.shape} and dtype {image.dtype}" if isinstance(image, np.ndarray)
+               else type(image).__name__)
+        raise ObservationError(f"env.render() returned {got}, not an RGB image (H, W, 3) of uint8: a person is "
+                               "shown the env's renders (display_frames), so make the env with "
+                               "render_mode=\"rgb_array\", or pass display_frames=\"observations\"")
+    rgb: np.ndarray = image
+    h, w = rgb.shape[:2]
+    k = -(-max(h, w) // DISPLAY_PX)  # ceil
+    if k > 1:
+        h, w = h // k, w // k
+        rgb = rgb[:h * k, :w * k].reshape(h, k, w, k, 3).mean(axis=(1, 3)).astype(np.uint8)
+    out = np.zeros(DISPLAY_SPEC.shape, np.uint8)
+    top, left = (DISPLAY_PX - h) // 2, (DISPLAY_PX - w) // 2
+    out[top:top + h, left:left + w] = rgb
+    return out
 
 
 def displayable(frame: np.ndarray, spec: FrameSpec) -> np.ndarray:
@@ -34,8 +62,8 @@ def displayable(frame: np.ndarray, spec: FrameSpec) -> np.ndarray:
     last entry of an SxHxWxC stack. Floats are taken to be in [0, 1].
     """
     if spec.layout == "vector":
-        raise ObservationError("flat-vector observations cannot be shown to a person; "
-                         "pass obs_transform_func= returning an image")
+        raise ObservationError("flat-vector observations cannot be shown to a person; show the env's renders "
+                               "(display_frames=\"render\") or pass obs_transform_func= returning an image")
     img = frame
     if spec.layout == "SHWC":
         img = img[-1]

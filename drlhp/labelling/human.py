@@ -137,8 +137,8 @@ class HumanLabeller:
     def label(self, a: Clip, b: Clip) -> float | Undo | None:
         cv2, spec = self.cv2, self.config.frame_spec
         self.n_asked += 1
-        left = [displayable(f, spec) for f in a.frames]
-        right = [displayable(f, spec) for f in b.frames]
+        left = [displayable(f, spec) for f in a.shown]
+        right = [displayable(f, spec) for f in b.shown]
         self.prompt.drain()
         self.prompt.say(f"{self._heading()}Pair {self.n_asked}: clip {a.clip_id} (L) vs clip {b.clip_id} (R). "
                         f"{QUESTION}")

@@ -104,7 +104,7 @@ class PrefInterface:
         self._pending.append(clip)
         finished = self._episodes.add(clip)
         if finished and self._watcher is not None:
-            self._watcher.show_episode([f for s in finished for f in s.frames])
+            self._watcher.show_episode([f for s in finished for f in s.shown])
 
     def add_segment(self, clip: Clip) -> None:
         """Put a clip in the buffer now; the trainer may let go of those it evicts."""

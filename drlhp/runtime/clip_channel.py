@@ -5,7 +5,8 @@ many times what copying it into preallocated shared memory does
 (docs/benchmarks.md), plus GIL contention from the queue's feeder thread. So the channel owns
 ``n_slots`` shared-memory slots: the sender copies a finished clip into a free
 slot and sends only ``(slot, clip_id, rewards)``; the receiver copies the frames
-out and hands the slot back. When no slot is free the clip is dropped and
+out and hands the slot back. A clip may bring what a person is shown of it (the env's
+renders): those travel the same way, in slots of their own. When no slot is free the clip is dropped and
 counted: ``step()`` never waits for the other process.
 """
 from __future__ import annotations
@@ -21,37 +22,49 @@ from drlhp.clips.frames import FrameSpec
 class ClipChannel:
     """A small queue of clips backed by shared memory; create it before starting the receiver."""
 
-    def __init__(self, ctx, spec: FrameSpec, length: int, n_slots: int) -> None:
-        self.spec = spec
+    def __init__(self, ctx, spec: FrameSpec, length: int, n_slots: int, display_spec: FrameSpec | None = None) -> None:
+        self.spec, self.display_spec = spec, display_spec
         self.length = length
         self.n_slots = n_slots
-        slot_shape = (length, *spec.shape)
-        nbytes = n_slots * int(np.prod(slot_shape)) * np.dtype(spec.dtype).itemsize
-        self._shared = ctx.RawArray("B", nbytes)
+        self._shared = ctx.RawArray("B", self._nbytes(spec))
+        self._shared_display = None if display_spec is None else ctx.RawArray("B", self._nbytes(display_spec))
         self._ready = ctx.Queue(n_slots)
         self._free = ctx.Queue(n_slots)
         self._slots: np.ndarray | None = None
+        self._display_slots: np.ndarray | None = None
         self._free_local = list(range(n_slots))
         self._next_id = 0
         self.n_sent = 0
         self.n_dropped = 0
 
+    def _nbytes(self, spec: FrameSpec) -> int:
+        return self.n_slots * self.length * int(np.prod(spec.shape)) * np.dtype(spec.dtype).itemsize
+
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
-        state["_slots"] = None  # a view of the shared buffer; rebuilt in the receiver
+        state["_slots"] = state["_display_slots"] = None  # views of the shared buffers; rebuilt in the receiver
         return state
+
+    def _view(self, shared, spec: FrameSpec) -> np.ndarray:
+        return np.frombuffer(shared, dtype=np.dtype(spec.dtype)).reshape(self.n_slots, self.length, *spec.shape)
 
     @property
     def slots(self) -> np.ndarray:
         if self._slots is None:
-            self._slots = np.frombuffer(self._shared, dtype=np.dtype(self.spec.dtype)).reshape(
-                self.n_slots, self.length, *self.spec.shape
-            )
+            self._slots = self._view(self._shared, self.spec)
         return self._slots
 
+    @property
+    def display_slots(self) -> np.ndarray | None:
+        if self._display_slots is None and self.display_spec is not None:
+            self._display_slots = self._view(self._shared_display, self.display_spec)
+        return self._display_slots
+
     # -- sender (env process) -------------------------------------------------
-    def send(self, frames: np.ndarray, rewards: np.ndarray, episode: int = -1, env_index: int = 0) -> bool:
-        """Offer a clip; returns False (and counts a drop) if the receiver is behind."""
+    def send(self, frames: np.ndarray, rewards: np.ndarray, episode: int = -1, env_index: int = 0,
+             display: np.ndarray | None = None) -> bool:
+        """Offer a clip (with what a person is shown of it, on a channel made with ``display_spec``); returns False
+        (and counts a drop) if the receiver is behind."""
         if not self._free_local:
             try:
                 while True:
@@ -63,6 +76,8 @@ class ClipChannel:
             return False
         slot = self._free_local.pop()
         self.slots[slot] = frames
+        if self.display_slots is not None:
+            self.display_slots[slot] = display
         self._ready.put_nowait((slot, self._next_id, rewards.copy(), episode, env_index))
         self._next_id += 1
         self.n_sent += 1
@@ -77,8 +92,9 @@ class ClipChannel:
             return None
         slot, clip_id, rewards, episode, env_index = message
         frames = self.slots[slot].copy()
+        display = None if self.display_slots is None else self.display_slots[slot].copy()
         self._free.put(slot)
-        return Clip(clip_id, frames, rewards, episode, env_index)
+        return Clip(clip_id, frames, rewards, episode, env_index, display)
 
     def close(self) -> None:
         for q in (self._ready, self._free):

@@ -28,10 +28,11 @@ class Pipeline(ABC):
     labelling_url: str | None  # the labelling page's address, token included (labelling="web"), else None
     labelling_owner_url: str | None  # the run owner's page, its own token (labelling="web"), else None
     episode_clips: EpisodeClips | None  # each env's unfinished clip; None: no clips are collected
+    display_spec: FrameSpec | None  # what a person is shown of a step, which ``step`` then takes; None: the frames
 
     @abstractmethod
     def step(self, frames: np.ndarray, true_rewards: Sequence[float], recorded: Sequence[bool] | None = None,
-             episode_ends: Sequence[bool] | None = None) -> np.ndarray | None:
+             episode_ends: Sequence[bool] | None = None, display: np.ndarray | None = None) -> np.ndarray | None:
         """Take one step of every env; the ``(n_envs,)`` rewards to return, or None (the env's own)."""
 
     def end_episode(self, env_index: int) -> None:

@@ -46,9 +46,12 @@ class PreferencePipeline(Pipeline):
         config: the run's settings.
         frame_spec: what one env's frame (after ``obs_transform_func``) looks like.
         n_envs: how many envs step together (1 for a plain gymnasium env).
+        display_spec: what a person is shown of each step instead of its frame, when ``step`` brings it (the
+            env's renders: RGB images of this spec); None: the frames.
     """
 
-    def __init__(self, config: PreferenceConfig, frame_spec: FrameSpec, n_envs: int = 1) -> None:
+    def __init__(self, config: PreferenceConfig, frame_spec: FrameSpec, n_envs: int = 1,
+                 display_spec: FrameSpec | None = None) -> None:
         if n_envs < 1:
             raise ConfigError(f"n_envs must be >= 1, got {n_envs}")
         if config.collect_prefs or config.train_reward:
@@ -56,13 +59,15 @@ class PreferencePipeline(Pipeline):
         self._workers = Workers(config)
         self._stats = self._workers.stats  # on the step path without a lookup
         self.config, self.frame_spec, self.n_envs = config, frame_spec, n_envs
+        self.display_spec = display_spec if config.collect_prefs else None
+        shown_spec = display_spec or frame_spec
         human = web = None
         if config.human_labelling:
-            check_can_ask(frame_spec, config.human_terminal)
-            human = human_config(config, frame_spec)
+            check_can_ask(shown_spec, config.human_terminal)
+            human = human_config(config, shown_spec)
         if config.web_labelling:
-            require_images(frame_spec, "Labelling in a browser")
-            web = web_config(config, frame_spec)
+            require_images(shown_spec, "Labelling in a browser")
+            web = web_config(config, shown_spec)
         self.labelling_url: str | None = None  # the labelling page's address, token included (labelling="web")
         self.labelling_owner_url: str | None = None  # the run owner's page (who labels, agreement), its own token
         self._ckpt_path = LogDir(config.log_dir).checkpoint
@@ -81,7 +86,8 @@ class PreferencePipeline(Pipeline):
             self._user_choice = True
 
         # Episode ids are unique across envs, so the interface can tell episodes apart.
-        self.episode_clips = EpisodeClips(frame_spec, config.segment_length, n_envs) if config.collect_prefs else None
+        self.episode_clips = (EpisodeClips(frame_spec, config.segment_length, n_envs, self.display_spec)
+                              if config.collect_prefs else None)
         self._channel: ClipChannel | None = None  # the workers', on the step path without a lookup
         if config.collect_prefs or config.train_reward:
             self._start_workers(pretrained_ckpt, human, web)
@@ -98,7 +104,7 @@ class PreferencePipeline(Pipeline):
             interface = interface_config(c, human, web, selection_ckpt)
         n_slots = c.segment_queue_size or max(8, 2 * self.n_envs)
         ready = self._workers.start(trainer_config(c, self.frame_spec, pretrained_ckpt), interface, self.frame_spec,
-                                    n_slots)
+                                    n_slots, self.display_spec)
         self._channel, self.labelling_url = self._workers.channel, self._workers.labelling_url
         self.labelling_owner_url = self._workers.labelling_owner_url
         if c.resume:
@@ -107,7 +113,7 @@ class PreferencePipeline(Pipeline):
 
     # -- the per-step path ------------------------------------------------------
     def step(self, frames: np.ndarray, true_rewards: Sequence[float], recorded: Sequence[bool] | None = None,
-             episode_ends: Sequence[bool] | None = None) -> np.ndarray | None:
+             episode_ends: Sequence[bool] | None = None, display: np.ndarray | None = None) -> np.ndarray | None:
         """Take one step of every env; returns their normalised predicted rewards, or None.
 
         Args:
@@ -117,6 +123,8 @@ class PreferencePipeline(Pipeline):
             recorded: which envs made a real transition (None: all). A vector env's
                 autoreset step is not one: it enters no clip.
             episode_ends: which envs' episodes ended with this step (None: none).
+            display: ``(n_envs, *display_spec.shape)``: what a person is shown of each env's step (a pipeline
+                made with ``display_spec`` only; see ``wants_display``).
 
         Returns ``(n_envs,)`` float rewards from one batched forward pass while
         ``using_reward_from_predictor``, else None (use the env's own reward).
@@ -124,10 +132,9 @@ class PreferencePipeline(Pipeline):
         self._workers.check()
         self._stats.env_steps.value += self.n_envs if recorded is None else sum(recorded)
         if self.episode_clips is not None:
-            for env_index, episode, clip_frames, clip_rewards in self.episode_clips.add(frames, true_rewards, recorded,
-                                                                                 episode_ends):
+            for clip in self.episode_clips.add(frames, true_rewards, recorded, episode_ends, display):
                 assert self._channel is not None  # collecting clips: _start_workers made the channel
-                self._channel.send(clip_frames, clip_rewards, episode, env_index)
+                self._channel.send(clip.frames, clip.rewards, clip.episode, clip.env_index, clip.display)
         if time.monotonic() >= self._ckpt_watch.next_check:  # between checks: one clock read, no call
             self.poll_predictor()
         if self.using_reward_from_predictor:

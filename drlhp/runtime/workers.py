@@ -69,8 +69,9 @@ class Workers:
         self._watched: dict[int, str] = {}
 
     def start(self, trainer: TrainerConfig, interface: InterfaceConfig | None, frame_spec: FrameSpec,
-              n_slots: int) -> TrainerReady:
-        """Start the trainer (and the interface, given its settings); return once the trainer is ready."""
+              n_slots: int, display_spec: FrameSpec | None = None) -> TrainerReady:
+        """Start the trainer (and the interface, given its settings); return once the trainer is ready.
+        ``display_spec``: clips bring what a person is shown of them, images of this spec (None: the frames)."""
         c, ctx = self.config, self.ctx
         self.started = True
         # A script that ends without close() (or ``with``) would hang in __del__: close() starts a queue
@@ -88,7 +89,7 @@ class Workers:
             self._start(TRAINER, run_reward_trainer, trainer, self._label_queue, self._run_start, self._commands,
                         self._replies, self._trainer_stop, self.stats, stop=self._trainer_stop)
             if interface is not None:
-                self.channel = ClipChannel(ctx, frame_spec, c.segment_length, n_slots)
+                self.channel = ClipChannel(ctx, frame_spec, c.segment_length, n_slots, display_spec)
                 self._start(INTERFACE, run_pref_interface, interface, self.channel, self._label_queue,
                             self._run_start, self._interface_stop, self.stats, self._url_queue if web else None,
                             stop=self._interface_stop)

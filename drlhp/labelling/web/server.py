@@ -185,7 +185,7 @@ class LabellingServer:
         clip = self.pool.clip(int(request.match_info["clip_id"]))
         if clip is None:
             raise web.HTTPNotFound(text="no such clip out with the labellers")
-        png = await asyncio.get_running_loop().run_in_executor(None, self.clips.clip_png, clip.clip_id, clip.frames)
+        png = await asyncio.get_running_loop().run_in_executor(None, self.clips.clip_png, clip.clip_id, clip.shown)
         return web.Response(body=png, content_type="image/png")
 
     async def _episode(self, request: web.Request) -> web.Response:

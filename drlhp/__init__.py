@@ -9,8 +9,8 @@ The bundled envs ``"drlhp/MovingDot-v0"`` and ``"drlhp/MovingDotRandomTarget-v0"
 import gymnasium
 
 from drlhp.config import PreferenceConfig
-from drlhp.datasets.writing import relabel_dataset
 from drlhp.datasets.replay_env import DatasetReplayEnv
+from drlhp.datasets.writing import relabel_dataset
 from drlhp.errors import (
     CheckpointFormatError,
     ConfigError,

@@ -15,8 +15,8 @@ from drlhp import PrefBuffer  # noqa: E402
 from drlhp.cli.main import main  # noqa: E402
 from drlhp.clips.frames import infer_frame_spec  # noqa: E402
 from drlhp.datasets.minari_source import Episode  # noqa: E402
-from drlhp.datasets.writing import PROVENANCE_KEY, relabel_dataset, write_dataset  # noqa: E402
 from drlhp.datasets.replay_env import EPISODE_KEY, STEP_KEY, DatasetReplayEnv  # noqa: E402
+from drlhp.datasets.writing import PROVENANCE_KEY, relabel_dataset, write_dataset  # noqa: E402
 from drlhp.errors import (  # noqa: E402
     CheckpointFormatError,
     ConfigError,

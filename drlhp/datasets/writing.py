@@ -33,6 +33,11 @@ def write_dataset(dataset_id: str, episodes: Iterable[Episode], observation_spac
     minari = import_minari()
     from minari.data_collector import EpisodeBuffer
 
+    try:
+        minari.dataset.minari_dataset.parse_dataset_id(dataset_id)
+    except (TypeError, ValueError) as e:
+        raise ConfigError(f"{dataset_id!r} is not a Minari dataset id: write (namespace/)name-v<version>, e.g. "
+                          "hopper/relabelled-v0") from e
     if dataset_id in minari.list_local_datasets():
         raise ConfigError(f"a Minari dataset {dataset_id!r} exists already; choose another id (or delete it first "
                           "with minari.delete_dataset)")

@@ -12,8 +12,8 @@ import pytest
 pytest.importorskip("mujoco")
 pytest.importorskip("d3rlpy")
 minari = pytest.importorskip("minari")
-EXAMPLE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples",
-                       "halfcheetah_offline_iql.py")
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+EXAMPLE = os.path.join(ROOT, "examples", "halfcheetah_offline_iql.py")
 SMALL = ["--up-to", "2000", "--episodes-per-agent", "2", "--episode-length", "100", "--labels", "30",
          "--reward-steps", "20", "--eval-every", "50", "--eval-episodes", "1", "--seeds", "0"]
 
@@ -51,3 +51,18 @@ def test_the_offline_example_labels_relabels_and_runs_iql_on_both_rewards_and_re
         assert [(r["agent_steps"], r["session"], r["labels"]) for r in rows] == [("50", "0", labels),
                                                                                  ("100", "1", labels)]
         assert all(np.isfinite(float(r["true_episode_return"])) and r["episode_length"] == "100" for r in rows)
+    # The records: the dataset named, a drlhp run's reward model beside its curve.
+    command = f"python examples/halfcheetah_offline_iql.py --out {tmp_path} {' '.join(SMALL)} --iql-steps 100"
+    launch = {"command": command, "commit": "0" * 40, "started": "2026-12-02T00:00:00Z", "runs": ["offline_iql"]}
+    (tmp_path / "launch.json").write_text(json.dumps({"launches": [launch]}))
+    proc = subprocess.run([sys.executable, "-m", "benchmarks.experiments.offline_iql", "--out", str(tmp_path),
+                           "--record", str(tmp_path / "results"), "--record-only"], capture_output=True, text=True,
+                          timeout=120, cwd=ROOT)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    records = tmp_path / "results" / "halfcheetah_iql"
+    drlhp = json.loads((records / "drlhp_seed0_30labels" / "run.json").read_text())
+    assert drlhp["dataset"]["id"] == "drlhp/halfcheetah-sac-upto2k-v0" and drlhp["labels"] >= 30
+    assert drlhp["dataset"]["relabelled"] == "drlhp/halfcheetah-sac-upto2k-relabelled-seed0-v0"
+    assert (records / "drlhp_seed0_30labels" / "reward_training_metrics.csv.gz").exists()
+    truth = json.loads((records / "true_reward_seed0" / "run.json").read_text())
+    assert truth["agent_steps"] == 100 and truth["dataset"]["relabelled"] is None

@@ -241,13 +241,14 @@ def summarise(curves: dict, window: int, random_return: float | None) -> None:
               f"run's, at {common} agent steps: {ratio:.2f}")
 
 
-def note_launch(out: str, runs: list[str]) -> None:
-    """Keep in ``<out>/launch.json`` each command and commit that started or resumed runs there, and which runs: what
-    a run record says made it (the arms of one --out may be launched apart, each with its own --arm)."""
+def note_launch(out: str, runs: list[str], module: str = "benchmarks.experiments.learning_curves") -> None:
+    """Keep in ``<out>/launch.json`` each command (``python -m module`` and this process's arguments) and commit that
+    started or resumed runs there, and which runs: what a run record says made it (the arms of one --out may be
+    launched apart, each with its own --arm)."""
     os.makedirs(out, exist_ok=True)
     path = os.path.join(out, LAUNCH_FILE)
     launches = json.loads(Path(path).read_text())["launches"] if os.path.exists(path) else []
-    launches.append({"command": shlex.join(["python", "-m", "benchmarks.experiments.learning_curves", *sys.argv[1:]]),
+    launches.append({"command": shlex.join(["python", "-m", module, *sys.argv[1:]]),
                      "commit": git_commit(), "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                      "runs": runs})
     Path(path).write_text(json.dumps({"launches": launches}, indent=1) + "\n")

@@ -30,6 +30,8 @@ and ``run.json``, which says what the run was::
     reconstructed            true for a run recorded after the fact, from the docs and the history of the
                              time (its settings as the code of its commit resolved them)
     notes                    anything else a reader should know (the machine was shared, resumed ...)
+    dataset                  only for a run that learned from a recorded dataset (offline RL): its Minari id,
+                             episodes and steps, how it was made, and the relabelled copy learned from (or null)
 
 ``benchmarks/experiments/learning_curves.py --record benchmarks/results`` writes a record for each finished run;
 ``benchmarks/report/results_report.py`` reads them all.
@@ -224,7 +226,7 @@ def write_record(folder: Path, data: dict, curve_rows: list[dict], metrics_path:
     if metrics_path is not None and os.path.exists(metrics_path):
         (folder / METRICS_FILE).write_bytes(gzipped(rounded_csv(Path(metrics_path).read_bytes())))
         data["reward_training_metrics"] = METRICS_FILE
-    data = {k: data.get(k) for k in KEYS}
+    data = {k: data.get(k) for k in KEYS} | ({"dataset": data["dataset"]} if data.get("dataset") else {})
     check(data, folder)
     (folder / RECORD_FILE).write_text(json.dumps(data, indent=1) + "\n")
     return folder

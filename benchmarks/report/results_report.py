@@ -50,7 +50,7 @@ from benchmarks.report.run_records import RESULTS, ROOT, Record, read_csv, read_
 DOCS = ROOT / "docs" / "results.md"
 HISTORY = ROOT / "docs" / "history.md"
 #: The pages with generated blocks: <!-- report:NAME --> ... <!-- /report -->.
-PAGES = (DOCS, HISTORY, ROOT / "README.md", ROOT / "docs" / "labelling.md")
+PAGES = (DOCS, HISTORY, ROOT / "README.md", ROOT / "docs" / "labelling.md", ROOT / "docs" / "datasets.md")
 #: The labelling page's pace, measured by benchmarks/experiments/web_labelling_pace.py.
 PACE = RESULTS / "labelling_pace" / "pong_web.json"
 IMAGES = ROOT / "docs" / "images"
@@ -68,8 +68,8 @@ SAC_ARMS = ("no-relabel", "standardised-reward")
 @dataclass(frozen=True)
 class Task:
     title: str
-    family: str  # "atari", "mujoco" or "movingdot": one table each
-    step: int  # agent steps at which runs are scored
+    family: str  # "atari", "mujoco", "movingdot" or "offline": one table each
+    step: int  # agent steps (an offline learner's: gradient steps) at which runs are scored
     random_return: float  # a random policy's true return: 0 on the normalised scale
     random_source: str
     label_budget: int  # the labels of the main drlhp arm's runs (the perfect teacher's)
@@ -103,6 +103,9 @@ TASKS = {
                        milestones=(1000, 1500, 2000), target=MUJOCO_TARGET),
     "halfcheetah_ppo": Task("HalfCheetah (PPO)", "mujoco", 1_000_000, -280.2, "D4RL's random policy, Fu et al. 2020",
                             700, milestones=(1000, 3000), target=MUJOCO_TARGET),
+    # Offline: IQL's gradient steps on a recorded dataset, each run's curve its evaluation episodes (#67).
+    "halfcheetah_iql": Task("HalfCheetah (IQL, offline)", "offline", 100_000, -280.2,
+                            "D4RL's random policy, Fu et al. 2020", 500, target=(0.9, "#67")),
     "moving_dot_random_target": Task("MovingDot, target at random", "movingdot", 300_000, 30.8,
                                      "30.6-31.1 in the runs' warm-ups", 1000, milestones=(44,)),
 }
@@ -664,6 +667,8 @@ def tables(records: list[Record]) -> dict[str, str]:
         "mujoco": "\n\n".join(filter(None, [main_table(per_task, "mujoco"), targets_sentence(per_task, "mujoco")])),
         "mujococurves": curves_table(per_task, "mujoco"),
         "scale": scale_sentence(per_task),
+        # docs/datasets.md's
+        "offline": "\n\n".join(filter(None, [main_table(per_task, "offline"), targets_sentence(per_task, "offline")])),
         "levers": levers_table(records, per_task),  # docs/history.md's
         "labelnoise": label_noise_table(),
         # docs/labelling.md's
@@ -722,7 +727,7 @@ def draw(records: list[Record]) -> list[Path]:
                 mean = np.nanmean(curves, axis=0)
             ax.plot(steps, mean, color=color, lw=2.2, label=f"{name}: mean of {runs_}")
         ax.axhline(spec.random_return, color="grey", lw=0.8, ls=":", label="random policy")
-        ax.set_xlabel("agent steps")
+        ax.set_xlabel("IQL's gradient steps" if spec.family == "offline" else "agent steps")
         ax.set_ylabel(f"true episode return (mean of the last {WINDOW} episodes)")
         levers = "".join(f" and --{variant}" for variant in spec.ab if runs[variant])
         others = " and other teachers or budgets" if len(runs) > 2 + len(spec.ab) else ""

@@ -154,7 +154,7 @@ class PreferenceConfig:
         "what a person is shown of each step: `observations` (the frames the reward network sees), `render` (the "
         "env's `render()`, fitted into 160 px: make the env with `render_mode=\"rgb_array\"`; a MuJoCo body, or "
         "Atari in colour beside the network's grey frames) or `auto`: `render` where the frames are flat vectors "
-        "and the env renders, else `observations`. Renders come from a single env (`HumanPreferencesEnvWrapper`)"))
+        "and the env renders, else `observations`"))
     display_zoom: int | None = LABELLERS(None, (
         "whole-number zoom of the clips shown to a person (None: about 336 px tall)"))
     display_fps: float = LABELLERS(20.0, "frame rate of the clips shown to a person")

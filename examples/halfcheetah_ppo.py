@@ -34,4 +34,5 @@ def make_agent(venv: VecEnv, seed: int) -> PPO:
 if __name__ == "__main__":
     args = parse_args(__doc__, log_dir="drlhp_logs/halfcheetah_ppo",
                       **{**MUJOCO_DEFAULTS, "total_timesteps": 1_000_000, "log_every": 20_000, "save_every": 50_000})
-    train_from_preferences(make_mujoco(ENV_ID, args.n_envs, args.seed), args, make_agent, ENV_ID)
+    venv = make_mujoco(ENV_ID, args.n_envs, args.seed, people=args.human or args.web)
+    train_from_preferences(venv, args, make_agent, ENV_ID)

@@ -23,4 +23,5 @@ ENV_ID = "HalfCheetah-v5"
 
 if __name__ == "__main__":
     args = parse_args(__doc__, log_dir="drlhp_logs/halfcheetah", **MUJOCO_DEFAULTS)
-    train_from_preferences(make_mujoco(ENV_ID, args.n_envs, args.seed), args, make_sac_agent, ENV_ID)
+    venv = make_mujoco(ENV_ID, args.n_envs, args.seed, people=args.human or args.web)
+    train_from_preferences(venv, args, make_sac_agent, ENV_ID)

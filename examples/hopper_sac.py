@@ -19,5 +19,5 @@ ENV_KWARGS = dict(terminate_when_unhealthy=False)
 
 if __name__ == "__main__":
     args = parse_args(__doc__, log_dir="drlhp_logs/hopper", **MUJOCO_DEFAULTS)
-    train_from_preferences(make_mujoco(ENV_ID, args.n_envs, args.seed, **ENV_KWARGS), args, make_sac_agent,
-                           ENV_ID, ENV_KWARGS)
+    venv = make_mujoco(ENV_ID, args.n_envs, args.seed, people=args.human or args.web, **ENV_KWARGS)
+    train_from_preferences(venv, args, make_sac_agent, ENV_ID, ENV_KWARGS)

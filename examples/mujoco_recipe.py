@@ -8,13 +8,20 @@ from stable_baselines3.common.vec_env import VecEnv
 MUJOCO_DEFAULTS = dict(total_timesteps=300_000, n_envs=1, label_budget=700, log_every=5_000, save_every=25_000)
 
 
-def make_mujoco(env_id: str, n_envs: int, seed: int, **env_kwargs: object) -> VecEnv:
+def make_mujoco(env_id: str, n_envs: int, seed: int, people: bool = False, **env_kwargs: object) -> VecEnv:
     """gymnasium's MuJoCo task as an SB3 VecEnv (with SB3's Monitor: the true return of each episode); ``env_kwargs``
-    go to ``gymnasium.make``."""
+    go to ``gymnasium.make``. ``people``: people label, so the envs render the body for them (160 px: what they
+    are shown), off a screen with EGL."""
+    import os
+
     from stable_baselines3.common.env_util import make_vec_env
 
     from drlhp.errors import MissingExtraError
 
+    if people:
+        env_kwargs = {**env_kwargs, "render_mode": "rgb_array", "width": 160, "height": 160}
+        if not os.environ.get("DISPLAY"):
+            os.environ.setdefault("MUJOCO_GL", "egl")  # MuJoCo's default (glfw) needs a screen
     try:
         import mujoco  # noqa: F401
     except ImportError as e:

@@ -5,6 +5,7 @@ import io
 import json
 import threading
 
+import gymnasium
 import numpy as np
 import pytest
 from conftest import FakePixelEnv
@@ -30,20 +31,43 @@ def test_a_render_is_shrunk_by_a_whole_factor_and_centred():
             fitted_render(bad)
 
 
-def test_renders_need_an_env_that_renders_and_a_single_env():
+def test_renders_need_an_env_that_renders():
     people = dict(synthetic_preferences=False, labelling="web", web_port=0, train_reward=False)
     with pytest.raises(ConfigError, match='render_mode="rgb_array"'):
         HumanPreferencesEnvWrapper(FakePixelEnv(**VECTOR), display_frames="render", **people)
     with pytest.raises(ObservationError, match='render_mode="rgb_array"'):  # auto: vectors, but nothing to render
         HumanPreferencesEnvWrapper(FakePixelEnv(**VECTOR), **people)
-    import gymnasium
-
-    vector = gymnasium.vector.SyncVectorEnv([lambda: FakePixelEnv(render_mode="rgb_array", **VECTOR)] * 2)
-    with pytest.raises(ConfigError, match="HumanPreferencesEnvWrapper"):
+    vector = gymnasium.vector.SyncVectorEnv([lambda: FakePixelEnv(**VECTOR)] * 2)
+    with pytest.raises(ConfigError, match='render_mode="rgb_array"'):
         HumanPreferencesVectorWrapper(vector, display_frames="render", **people)
     vector.close()
     with pytest.raises(ConfigError, match="display_frames must be one of"):
         HumanPreferencesEnvWrapper(FakePixelEnv(), display_frames="pixels")
+
+
+@pytest.mark.parametrize("front_end", ["gymnasium", "sb3"])
+def test_vector_envs_show_each_sub_envs_renders_beside_its_clips(tmp_path, front_end):
+    pytest.importorskip("aiohttp")
+    make = [lambda: FakePixelEnv(episode_length=7, render_mode="rgb_array", **VECTOR)] * 2
+    people = dict(synthetic_preferences=False, labelling="web", web_port=0, train_reward=False, segment_length=5,
+                  log_dir=str(tmp_path), log_level=30)
+    if front_end == "sb3":
+        from stable_baselines3.common.vec_env import DummyVecEnv
+
+        from drlhp.sb3 import HumanPreferencesVecEnvWrapper
+
+        env = HumanPreferencesVecEnvWrapper(DummyVecEnv(make), **people)
+        env.reset()
+        step = lambda: env.step(np.zeros(2, int))  # noqa: E731
+    else:
+        env = HumanPreferencesVectorWrapper(gymnasium.vector.SyncVectorEnv(make), **people)
+        env.reset(seed=0)
+        step = lambda: env.step(np.zeros(2, int))  # noqa: E731
+    with env:
+        assert env.pipeline.display_spec.shape == (DISPLAY_PX, DISPLAY_PX, 3)
+        for _ in range(20):
+            step()
+        assert env.stats().clips_sent >= 4  # a clip of each sub-env's episodes, each with its renders
 
 
 def test_a_person_on_the_page_sees_the_renders_of_the_steps_whose_observations_are_stored(tmp_path):

@@ -2,6 +2,7 @@
 a user calls, the ``info`` keys, and taking one env's observation out of a batch."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Callable, Protocol
 
 import numpy as np
@@ -32,11 +33,11 @@ class PipelineFrontEnd:
     pipeline: Pipeline
 
     def _start_pipeline(self, single_obs: Any, n_envs: int, config: PreferenceConfig | None, kwargs: dict,
-                        factory: PipelineFactory | None, render: Callable[[], Any] | None = None) -> None:
+                        factory: PipelineFactory | None, render: Callable[[], Sequence[Any]] | None = None) -> None:
         """Start the local pipeline with these settings, checked against the frame of ``single_obs`` (one env's
-        sample observation), or the one ``factory`` makes, which has settings of its own. ``render``: the env's
-        ``render()`` where it returns RGB images (a single env), for ``display_frames``."""
-        self._render: Callable[[], Any] | None = None
+        sample observation), or the one ``factory`` makes, which has settings of its own. ``render``: each env's
+        render, an RGB image, where the envs render them (``render_mode="rgb_array"``), for ``display_frames``."""
+        self._render: Callable[[], Sequence[Any]] | None = None
         if factory is None:
             config = PreferenceConfig.from_kwargs(config, kwargs)
             self._transform = config.obs_transform_func
@@ -53,8 +54,8 @@ class PipelineFrontEnd:
         self._frame(single_obs)  # an observation the pipeline cannot store fails here, not at the first clip
 
     def _display(self) -> np.ndarray | None:
-        """What a person is shown of the step just taken (a batch of one render), or None: its frame."""
-        return None if self._render is None else fitted_render(self._render())[None]
+        """What a person is shown of the step just taken, each env's render (None: the frames)."""
+        return None if self._render is None else np.stack([fitted_render(image) for image in self._render()])
 
     def _frame(self, obs: Any) -> np.ndarray:
         """One env's observation -> the frame stored and rewarded."""
@@ -166,9 +167,9 @@ def _shows_renders(config: PreferenceConfig, spec: FrameSpec, render: Callable[[
     if config.display_frames == "auto":
         return render is not None and not spec.is_image
     if render is None:
-        raise ConfigError("display_frames=\"render\" shows a person the env's render(): wrap a single env "
-                          "(HumanPreferencesEnvWrapper) made with render_mode=\"rgb_array\", e.g. "
-                          "gymnasium.make(env_id, render_mode=\"rgb_array\")")
+        raise ConfigError("display_frames=\"render\" shows a person the env's render(): make the env (each of a "
+                          "vector env's) with render_mode=\"rgb_array\", e.g. gymnasium.make(env_id, "
+                          "render_mode=\"rgb_array\")")
     return True
 
 

@@ -37,7 +37,7 @@ class HumanPreferencesEnvWrapper(PipelineFrontEnd, gymnasium.Wrapper, gymnasium.
         gymnasium.Wrapper.__init__(self, env)
         renders = env.render_mode == "rgb_array"
         self._start_pipeline(env.observation_space.sample(), 1, config, kwargs, pipeline_factory,
-                             env.render if renders else None)
+                             (lambda: (env.render(),)) if renders else None)
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         """Reset the env; the unfinished clip of the episode that ends here is dropped."""

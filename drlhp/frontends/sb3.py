@@ -47,7 +47,8 @@ class HumanPreferencesVecEnvWrapper(PipelineFrontEnd, VecEnvWrapper):
     def __init__(self, venv: VecEnv, config: PreferenceConfig | None = None, *,
                  pipeline_factory: PipelineFactory | None = None, **kwargs) -> None:
         VecEnvWrapper.__init__(self, venv)
-        self._start_pipeline(venv.observation_space.sample(), venv.num_envs, config, kwargs, pipeline_factory)
+        self._start_pipeline(venv.observation_space.sample(), venv.num_envs, config, kwargs, pipeline_factory,
+                             venv.get_images if venv.render_mode == "rgb_array" else None)
 
     def reset(self):
         """Reset all sub-envs; their unfinished clips are dropped."""
@@ -59,7 +60,9 @@ class HumanPreferencesVecEnvWrapper(PipelineFrontEnd, VecEnvWrapper):
         """The sub-envs' step; the rewards are the predicted ones once they are returned, the envs' own in each info."""
         obs, rewards, dones, infos = self.venv.step_wait()
         last_obs = {i: infos[i]["terminal_observation"] for i in np.flatnonzero(dones)}
-        predicted = self.pipeline.step(self._frames(obs, last_obs), rewards, None, dones)
+        # A sub-env whose episode ended has reset already: its render is of the next episode's first state, its clip
+        # ends with one such frame.
+        predicted = self.pipeline.step(self._frames(obs, last_obs), rewards, None, dones, self._display())
         for i, info in enumerate(infos):
             info[TRUE_REWARD_KEY] = float(rewards[i])
             if predicted is not None:

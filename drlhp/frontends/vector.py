@@ -44,7 +44,10 @@ class HumanPreferencesVectorWrapper(PipelineFrontEnd, VectorWrapper):
         # NEXT_STEP mode: which sub-envs' next step is an autoreset rather than a transition.
         self._resetting_next = np.zeros(env.num_envs, dtype=bool)
         self._all = np.ones(env.num_envs, dtype=bool)
-        self._start_pipeline(env.single_observation_space.sample(), env.num_envs, config, kwargs, pipeline_factory)
+        # A vector env's render() gives each sub-env's image (SyncVectorEnv, AsyncVectorEnv).
+        render = env.render if env.render_mode == "rgb_array" else None
+        self._start_pipeline(env.single_observation_space.sample(), env.num_envs, config, kwargs, pipeline_factory,
+                             render)  # type: ignore[arg-type]
 
     def reset(self, *, seed: int | list[int] | None = None, options: dict | None = None):
         """Reset the sub-envs (those of options["reset_mask"], else all); their unfinished clips are dropped."""
@@ -69,7 +72,7 @@ class HumanPreferencesVectorWrapper(PipelineFrontEnd, VectorWrapper):
         last_obs = {}
         if self._autoreset_mode == AutoresetMode.SAME_STEP and "_final_obs" in infos:
             last_obs = {i: infos["final_obs"][i] for i in np.flatnonzero(infos["_final_obs"])}
-        predicted = self.pipeline.step(self._frames(obs, last_obs), rewards, recorded, ends)
+        predicted = self.pipeline.step(self._frames(obs, last_obs), rewards, recorded, ends, self._display())
         infos = dict(infos)
         infos[TRUE_REWARD_KEY], infos["_" + TRUE_REWARD_KEY] = rewards, self._all
         if predicted is not None:

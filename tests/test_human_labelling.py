@@ -213,6 +213,40 @@ def test_a_vector_env_asks_in_one_window_and_one_prompt(tmp_path, screen_and_ter
     assert [label for _, _, label in train.prefs] + [label for _, _, label in val.prefs] == [1.0, 0.0]
 
 
+def test_a_person_labels_a_state_env_watching_its_renders(tmp_path, screen_and_terminal):
+    from drlhp.labelling.display import DISPLAY_PX
+
+    display, env, tmux = screen_and_terminal
+    stop_file = tmp_path / "stop"
+    tmux("new-session", "-d", "-x", "160", "-y", "50",
+         f"DRLHP_SESSION_STATE=1 {sys.executable} {SCRIPT} {tmp_path} {stop_file} < /dev/null; echo EXITED $?; "
+         "sleep 600")
+    wait_for_text(tmux, "Pair 1:", 60)
+    window = subprocess.run(["xdotool", "search", "--sync", "--name", "which clip is better"], env=env,
+                            capture_output=True, text=True, timeout=30).stdout.split()[0]
+    side = DISPLAY_PX * 2  # the renders, fitted into 160 px, at the automatic zoom
+    full = (CAPTION_PX + side + PROGRESS_PX, 2 * side + BORDER_PX, 3)
+
+    def renders_drawn() -> bool:
+        import cv2
+
+        path = tmp_path / f"shot-{uuid.uuid4().hex[:6]}.png"
+        if subprocess.run(["import", "-window", window, str(path)], env=env, timeout=30).returncode != 0:
+            return False
+        img = cv2.imread(str(path))
+        return img.shape == full and img[CAPTION_PX:CAPTION_PX + side, :side].max() > 0
+
+    assert wait_for(renders_drawn, timeout=30), "the renders are never drawn at their size"
+    tmux("send-keys", "l", "Enter")
+    wait_for_text(tmux, "Pair 2:", 60)
+    stop_file.touch()
+    wait_for_text(tmux, "EXITED 0", 60)
+    train, val = PrefDB.load(str(tmp_path / "train.pkl.gz")), PrefDB.load(str(tmp_path / "val.pkl.gz"))
+    db = train if len(train) else val
+    assert [label for _, _, label in db.prefs] == [1.0]
+    assert {clip.frames.shape for clip in db.segments.values()} == {(20, 3)}  # the network's frames: the states
+
+
 def _small_db(tmp_path) -> None:
     from drlhp import PrefBuffer
     from drlhp.clips.clip import Clip

@@ -2,7 +2,8 @@
 human preferences until the file named by argv[2] appears, then saves and exits.
 
 argv: LOG_DIR STOP_FILE [N_ENVS]. With N_ENVS, an SB3 DummyVecEnv of that many envs
-behind drlhp's SB3 front-end (one window and one prompt for all of them)."""
+behind drlhp's SB3 front-end (one window and one prompt for all of them). With DRLHP_SESSION_STATE set, the
+observations are a state vector (the step, the dot's row and column) and a person is shown the env's renders."""
 import os
 import sys
 
@@ -31,7 +32,21 @@ class Bars(gymnasium.ObservationWrapper):
         return obs
 
 
+class State(gymnasium.ObservationWrapper):
+    """MovingDot observed as a state vector: the step, the dot's row and column (its renders are the picture)."""
+
+    def __init__(self, env: gymnasium.Env) -> None:
+        super().__init__(env)
+        self.observation_space = gymnasium.spaces.Box(0, 1000, (3,), np.float32)
+
+    def observation(self, obs):
+        row, col = np.unravel_index(int(np.argmax(obs[..., 0])), obs.shape[:2])
+        return np.array([self.unwrapped._t, row, col], np.float32)
+
+
 def make_env() -> gymnasium.Env:
+    if os.environ.get("DRLHP_SESSION_STATE"):
+        return State(gymnasium.make("drlhp/MovingDot-v0", render_mode="rgb_array"))
     return Bars(gymnasium.make("drlhp/MovingDot-v0"))
 
 

@@ -22,9 +22,8 @@ datasets live in ``<out>/datasets`` (``MINARI_DATASETS_PATH``).
 from __future__ import annotations
 
 import argparse
-import csv
 import glob
-import io
+import json
 import logging
 import os
 import re
@@ -35,7 +34,6 @@ import numpy as np
 
 ENV_ID = "HalfCheetah-v5"
 ARMS = ("drlhp", "true_reward")
-CURVE_COLUMNS = ("run", "agent_steps", "true_episode_return", "labels", "wall_time_s", "episode_length", "session")
 #: IQL's MuJoCo locomotion settings (Kostrikov et al. 2022, appendix; d3rlpy's reproduction): rewards scaled so the
 #: dataset's returns span 1000, which also makes both arms' rewards the same scale whatever the reward model's.
 IQL_SETTINGS = dict(actor_learning_rate=3e-4, critic_learning_rate=3e-4, batch_size=256, expectile=0.7,
@@ -158,6 +156,15 @@ def relabelled(args: argparse.Namespace, seed: int) -> str:
     return made
 
 
+def labels_used(args: argparse.Namespace, seed: int) -> int:
+    """The labels this seed's reward model was trained and validated on, as its checkpoint says."""
+    from drlhp.reward.predictor import RewardPredictor
+    from drlhp.storage.layout import LogDir
+
+    trained_on = RewardPredictor.load(LogDir(os.path.join(args.out, f"reward_seed{seed}")).checkpoint).provenance
+    return trained_on["train_labels"] + trained_on["val_labels"]
+
+
 # -- 3. IQL ---------------------------------------------------------------------------------------------------------
 
 def mdp_dataset(name: str):
@@ -172,18 +179,21 @@ def mdp_dataset(name: str):
         timeouts=np.concatenate([e.truncations & ~e.terminations for e in episodes]))
 
 
-def run_iql(args: argparse.Namespace, arm: str, seed: int, dataset_name: str) -> str:
-    """IQL on ``dataset_name``; its curve (``curve.csv``: one row per evaluation episode) goes in
-    ``<out>/iql_<arm>_seed<seed>``; an interrupted run goes on from its last evaluation."""
+def run_iql(args: argparse.Namespace, arm: str, seed: int, dataset_name: str, labels: int) -> str:
+    """IQL on ``dataset_name`` (``labels``: those its reward came from, 0 for the true reward); its learning curve, a
+    row per evaluation episode, goes in ``<out>/iql_<arm>_seed<seed>/learning_curve.csv``. An interrupted run goes on
+    from its last saved model (``iql_saved.json`` names it), as a new session of the curve."""
     import d3rlpy
     import structlog
     import torch
 
+    from drlhp.storage.curve_csv import LearningCurveWriter, next_session
+    from drlhp.storage.files import atomic_write
+
     folder = os.path.join(args.out, f"iql_{arm}_seed{seed}")
-    curve_path, model_path = os.path.join(folder, "curve.csv"), os.path.join(folder, "iql.d3")
-    os.makedirs(folder, exist_ok=True)
-    rows = list(csv.DictReader(open(curve_path))) if os.path.exists(curve_path) else []
-    done = max((int(r["agent_steps"]) for r in rows), default=0)
+    saved_path = os.path.join(folder, "iql_saved.json")
+    saved = json.loads(open(saved_path).read()) if os.path.exists(saved_path) else {"step": 0, "wall_time_s": 0.0}
+    done = saved["step"]
     if done >= args.iql_steps:
         return folder
     torch.set_num_threads(1)
@@ -195,25 +205,33 @@ def run_iql(args: argparse.Namespace, arm: str, seed: int, dataset_name: str) ->
     iql = config.create(device="cpu")
     iql.build_with_dataset(dataset)
     if done:
-        iql.load_model(model_path)
+        iql.load_model(os.path.join(folder, saved["model"]))
     env = gymnasium.make(ENV_ID, max_episode_steps=args.episode_length)
-    started, spent = time.monotonic(), float(rows[-1]["wall_time_s"]) if rows else 0.0
-    session = int(rows[-1]["session"]) + 1 if rows else 0
+    started = time.monotonic()
+    curve = LearningCurveWriter(folder, arm, next_session(folder, arm), done)
     while done < args.iql_steps:
         n = min(args.eval_every, args.iql_steps - done)
         iql.fit(dataset, n_steps=n, n_steps_per_epoch=n, show_progress=False, save_interval=10**9,
                 logger_adapter=d3rlpy.logging.NoopAdapterFactory())
         done += n
-        iql.save_model(model_path)
-        wall = spent + time.monotonic() - started
+        wall = saved["wall_time_s"] + time.monotonic() - started
+        returns = []
         for k in range(args.eval_episodes):
             ret, length = evaluate(env, iql, seed=10_000 * seed + 100 * (done // args.eval_every) + k)
-            rows.append(dict(run=arm, agent_steps=done, true_episode_return=round(ret, 3),
-                             labels=args.labels if arm == "drlhp" else 0, wall_time_s=round(wall, 1),
-                             episode_length=length, session=session))
-        write_curve(curve_path, rows)
-        print(f"IQL {arm} seed {seed}: step {done}, true return "
-              f"{np.mean([float(r['true_episode_return']) for r in rows[-args.eval_episodes:]]):.0f}", flush=True)
+            curve.add(done, ret, length, labels, wall)
+            returns.append(ret)
+        curve.flush()
+        # The model under its step's name, then the note naming it: a stop between the two resumes from the last
+        # model named, and the curve drops the rows past it.
+        model = f"iql_{done}.d3"
+        iql.save_model(os.path.join(folder, model))
+        with atomic_write(saved_path) as f:
+            f.write(json.dumps({"step": done, "wall_time_s": wall, "model": model}).encode())
+        if saved.get("model"):
+            os.remove(os.path.join(folder, saved["model"]))
+        saved = {"step": done, "wall_time_s": wall, "model": model}
+        print(f"IQL {arm} seed {seed}: step {done}, true return {np.mean(returns):.0f}", flush=True)
+    curve.close()
     return folder
 
 
@@ -227,18 +245,6 @@ def evaluate(env: gymnasium.Env, iql, seed: int) -> tuple[float, int]:
             return total, steps
 
 
-def write_curve(path: str, rows: list[dict]) -> None:
-    """The curve in the records' columns, replaced whole (a stop never leaves half a file)."""
-    from drlhp.storage.files import atomic_write
-
-    text = io.StringIO()
-    writer = csv.DictWriter(text, CURVE_COLUMNS)
-    writer.writeheader()
-    writer.writerows(rows)
-    with atomic_write(path) as f:
-        f.write(text.getvalue().encode())
-
-
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     os.environ["MINARI_DATASETS_PATH"] = os.path.abspath(os.path.join(args.out, "datasets"))
@@ -248,7 +254,10 @@ def main(argv: list[str] | None = None) -> None:
         make_dataset(args)
     for seed in args.seeds:
         for arm in args.arms:
-            run_iql(args, arm, seed, relabelled(args, seed) if arm == "drlhp" else dataset_id(args))
+            if arm == "drlhp":
+                run_iql(args, arm, seed, relabelled(args, seed), labels_used(args, seed))
+            else:
+                run_iql(args, arm, seed, dataset_id(args), 0)
 
 
 if __name__ == "__main__":

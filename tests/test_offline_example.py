@@ -1,6 +1,5 @@
 """examples/halfcheetah_offline_iql.py end to end at a small scale: a dataset of SAC snapshots' episodes, labels, a
 reward model, the dataset relabelled, IQL on both rewards; a second run goes on where the first stopped."""
-import csv
 import json
 import os
 import subprocess
@@ -12,6 +11,9 @@ import pytest
 pytest.importorskip("mujoco")
 pytest.importorskip("d3rlpy")
 minari = pytest.importorskip("minari")
+
+from drlhp.storage.curve_csv import current_rows, read_rows  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLE = os.path.join(ROOT, "examples", "halfcheetah_offline_iql.py")
 SMALL = ["--up-to", "2000", "--episodes-per-agent", "2", "--episode-length", "100", "--labels", "30",
@@ -45,11 +47,10 @@ def test_the_offline_example_labels_relabels_and_runs_iql_on_both_rewards_and_re
     assert json.loads(relabelled.storage.metadata["drlhp"])["reward_model"]["provenance"]["train_labels"] > 0
     # Run again with more steps: the stages done are kept, IQL goes on from its last evaluation.
     out = run(tmp_path, "--iql-steps", "100")
-    for arm, labels in (("drlhp", "30"), ("true_reward", "0")):
-        with open(tmp_path / f"iql_{arm}_seed0" / "curve.csv") as f:
-            rows = list(csv.DictReader(f))
-        assert [(r["agent_steps"], r["session"], r["labels"]) for r in rows] == [("50", "0", labels),
-                                                                                 ("100", "1", labels)]
+    curves = {arm: current_rows(read_rows(str(tmp_path / f"iql_{arm}_seed0" / "learning_curve.csv")))
+              for arm in ("drlhp", "true_reward")}
+    for rows in curves.values():
+        assert [(r["agent_steps"], r["session"]) for r in rows] == [("50", "0"), ("100", "1")]
         assert all(np.isfinite(float(r["true_episode_return"])) and r["episode_length"] == "100" for r in rows)
     # The records: the dataset named, a drlhp run's reward model beside its curve.
     command = f"python examples/halfcheetah_offline_iql.py --out {tmp_path} {' '.join(SMALL)} --iql-steps 100"
@@ -64,5 +65,8 @@ def test_the_offline_example_labels_relabels_and_runs_iql_on_both_rewards_and_re
     assert drlhp["dataset"]["id"] == "drlhp/halfcheetah-sac-upto2k-v0" and drlhp["labels"] >= 30
     assert drlhp["dataset"]["relabelled"] == "drlhp/halfcheetah-sac-upto2k-relabelled-seed0-v0"
     assert (records / "drlhp_seed0_30labels" / "reward_training_metrics.csv.gz").exists()
+    # The curve's labels are those the reward model learned from (the true reward's: none).
+    assert {r["labels"] for r in curves["drlhp"]} == {str(drlhp["labels"])}
+    assert {r["labels"] for r in curves["true_reward"]} == {"0"}
     truth = json.loads((records / "true_reward_seed0" / "run.json").read_text())
     assert truth["agent_steps"] == 100 and truth["dataset"]["relabelled"] is None

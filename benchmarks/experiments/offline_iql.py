@@ -23,7 +23,8 @@ from pathlib import Path
 
 from benchmarks.examples_path import with_examples
 from benchmarks.experiments.learning_curves import LAUNCH_FILE, RECORDED_AS, note_launch
-from benchmarks.report.run_records import free_folder, read_csv, record_name, write_record
+from benchmarks.report.run_records import free_folder, record_name, write_record
+from drlhp.storage.curve_csv import current_rows, read_rows
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "halfcheetah_offline_iql.py"
@@ -47,7 +48,7 @@ def main() -> None:
         if proc.returncode != 0:
             sys.exit(proc.returncode)
     if args.record:
-        for curve in sorted(Path(args.out).glob("iql_*_seed*/curve.csv")):
+        for curve in sorted(Path(args.out).glob("iql_*_seed*/learning_curve.csv")):
             record(args, curve.parent)
 
 
@@ -63,7 +64,7 @@ def record(args: argparse.Namespace, folder: Path) -> None:
         return
     launches = json.loads((Path(args.out) / LAUNCH_FILE).read_text())["launches"]
     example = vars(example_parser_args(launches[-1]["command"]))
-    rows = read_csv(folder / "curve.csv")
+    rows = current_rows(read_rows(str(folder / "learning_curve.csv")))
     if int(rows[-1]["agent_steps"]) < example["iql_steps"]:
         print(f"== {folder.name}: not finished ({rows[-1]['agent_steps']} of {example['iql_steps']} steps)")
         return

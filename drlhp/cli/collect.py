@@ -145,7 +145,11 @@ def collect(env_id: str | None, log_dir: str, n_labels: int, policy: str | None 
         raise ConfigError("collect from an env (its id) or from a dataset (--dataset), one of the two")
     if dataset is not None and policy:
         raise ConfigError("a dataset's episodes are replayed as recorded: --policy has nothing to act on")
-    env = make_env(env_id) if env_id is not None else _replay(dataset, settings)
+    if dataset is not None:
+        env = _replay(dataset, people=settings.get("synthetic_preferences") is False)
+    else:
+        assert env_id is not None  # one of the two: checked above
+        env = make_env(env_id)
     act = load_policy(policy, algo) if policy else None
     seed = settings.get("seed")
     # Collecting a database: labels as fast as they come (n_labels is where it stops), unless told otherwise.
@@ -168,10 +172,8 @@ def collect(env_id: str | None, log_dir: str, n_labels: int, policy: str | None 
         return wrapped.save_prefs()
 
 
-def _replay(dataset: str | None, settings: dict) -> gymnasium.Env:
-    """The dataset's episodes as an env; it renders for a person where people label."""
+def _replay(dataset: str, people: bool) -> gymnasium.Env:
+    """The dataset's episodes as an env; it renders for a person where ``people`` label."""
     from drlhp.datasets.replay_env import DatasetReplayEnv
 
-    assert dataset is not None
-    people = settings.get("synthetic_preferences") is False
     return DatasetReplayEnv(dataset, render_mode="rgb_array" if people else None)

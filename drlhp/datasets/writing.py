@@ -13,7 +13,7 @@ import numpy as np
 from drlhp.clips.frames import infer_frame_spec
 from drlhp.datasets.minari_source import Episode, import_minari, open_dataset, read_episode
 from drlhp.errors import ConfigError
-from drlhp.reward.predictor import RewardPredictor, check_checkpoint_frames
+from drlhp.reward.predictor import RewardPredictor, reward_model_for
 from drlhp.storage.layout import checkpoint_path
 from drlhp.version import __version__
 
@@ -70,12 +70,10 @@ def relabel_dataset(source: str, reward_model: str | RewardPredictor, dataset_id
     (``ObservationError``) before anything is written.
     """
     dataset = open_dataset(source)
-    path = None if isinstance(reward_model, RewardPredictor) else checkpoint_path(reward_model)
-    predictor = RewardPredictor.load(path) if path is not None else reward_model
-    assert isinstance(predictor, RewardPredictor)
     frame = (lambda obs: obs) if obs_transform_func is None else obs_transform_func
     first = read_episode(dataset, int(dataset.episode_indices[0]), repr(source))
-    check_checkpoint_frames(predictor, infer_frame_spec(frame(first.observations[0])), path)
+    predictor = reward_model_for(reward_model, infer_frame_spec(frame(first.observations[0])))
+    path = None if isinstance(reward_model, RewardPredictor) else checkpoint_path(reward_model)
 
     def relabelled() -> Iterable[Episode]:
         for index in dataset.episode_indices:

@@ -2,15 +2,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any
 
 import gymnasium
 import numpy as np
 
 from drlhp.clips.frames import infer_frame_spec
 from drlhp.frontends.base import PREDICTED_REWARD_KEY, TRUE_REWARD_KEY
-from drlhp.reward.predictor import RewardPredictor, check_checkpoint_frames
-from drlhp.storage.layout import checkpoint_path
+from drlhp.reward.predictor import RewardPredictor, reward_model_for
 
 
 class PredictedRewardWrapper(gymnasium.Wrapper):
@@ -31,11 +30,9 @@ class PredictedRewardWrapper(gymnasium.Wrapper):
     def __init__(self, env: gymnasium.Env, reward_model: str | RewardPredictor,
                  obs_transform_func: Callable[[Any], np.ndarray] | None = None) -> None:
         super().__init__(env)
-        path = None if isinstance(reward_model, RewardPredictor) else checkpoint_path(reward_model)
-        self.reward_model = RewardPredictor.load(path) if path is not None else cast(RewardPredictor, reward_model)
         self._transform = obs_transform_func
-        check_checkpoint_frames(self.reward_model, infer_frame_spec(self._frame(env.observation_space.sample())),
-                                path)
+        frame = self._frame(env.observation_space.sample())
+        self.reward_model = reward_model_for(reward_model, infer_frame_spec(frame))
 
     def _frame(self, obs: Any) -> np.ndarray:
         return self._transform(obs) if self._transform is not None else obs

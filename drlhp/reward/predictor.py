@@ -34,6 +34,7 @@ from drlhp.reward.inference import inference_ops
 from drlhp.reward.layers import FrameNorm, MemberLinear, SpatialSoftmax
 from drlhp.reward.normaliser import RewardNormaliser
 from drlhp.storage.files import atomic_write
+from drlhp.storage.layout import checkpoint_path
 from drlhp.version import __version__
 
 CHECKPOINT_FORMAT = "drlhp-reward-predictor-v2"
@@ -419,6 +420,18 @@ def _why_unreadable(e: Exception) -> str:
                 "not loaded, because loading it could run code from it")
     first_line = str(e).strip().splitlines()[0] if str(e).strip() else ""
     return f"{type(e).__name__}: {first_line[:200]}"
+
+
+def reward_model_for(model: str | RewardPredictor, frame_spec: FrameSpec) -> RewardPredictor:
+    """``model`` (a checkpoint, the folder holding it, or a loaded ``RewardPredictor``) loaded without running code
+    from it, and checked to take frames of ``frame_spec`` (``ObservationError`` otherwise, naming both)."""
+    if isinstance(model, RewardPredictor):
+        check_checkpoint_frames(model, frame_spec, None)
+        return model
+    path = checkpoint_path(model)
+    predictor = RewardPredictor.load(path)
+    check_checkpoint_frames(predictor, frame_spec, path)
+    return predictor
 
 
 def check_checkpoint_frames(predictor: RewardPredictor, frame_spec: FrameSpec, ckpt: str | None) -> None:

@@ -50,28 +50,26 @@ from drlhp.sb3 import HumanPreferencesLogger, HumanPreferencesVecEnvWrapper, Rel
 from drlhp.storage.files import prepare_log_dir, writing
 
 
-def drlhp_setting(name: str, default: Any = dataclasses.MISSING) -> Any:
-    """An example argument that is drlhp's setting ``name``: its flag and help are the declared ones, and so is its
-    default unless ``default`` is given."""
+def drlhp_setting(name: str, default: Any = dataclasses.MISSING, also: str = "") -> Any:
+    """An example argument that is drlhp's setting ``name``: its flag and help are the declared ones (``also``: what
+    else the examples do with it), and so is its default unless ``default`` is given."""
     declared = setting_field(name).default
-    return field(default=declared if default is dataclasses.MISSING else default, metadata={"setting": name})
+    return field(default=declared if default is dataclasses.MISSING else default,
+                 metadata={"setting": name, "also": also})
 
 
 @dataclass
 class Args:
     total_timesteps: int = field(default=30_000, metadata={"help": "agent steps in total (all envs)"})
     n_envs: int = field(default=8, metadata={"help": "envs stepped together, all feeding one drlhp pipeline"})
-    log_dir: str = field(default="drlhp_logs", metadata={
-        "help": "the run's agent, labels, reward network, learning curve and metrics"})
-    resume: bool = field(default=False, metadata={
-        "help": "continue the run in --log-dir: its agent (from its last checkpoint), labels, reward network "
-                "and learning curve"})
+    log_dir: str = drlhp_setting("log_dir", also="the examples keep the agent and its learning curve there too")
+    resume: bool = drlhp_setting("resume", also="the examples' agent too, from its last save, and its learning curve")
     save_every: int = field(default=10_000, metadata={
         "help": "save the agent every this many agent steps (and at the end; 0: only at the end)"})
     keep_agents: bool = field(default=False, metadata={
         "help": "also keep each saved agent as agent/agent_<agent steps>.pt (policies of every skill the run "
                 "passed through, e.g. for benchmarks/experiments/reward_signal.py)"})
-    seed: int = field(default=0, metadata={"help": "seed of the envs, the agent and drlhp"})
+    seed: int = drlhp_setting("seed", 0, also="the examples seed the envs and the agent with it too")
     # drlhp's settings: each flag, help and default as declared (drlhp.config), unless an example says otherwise.
     segment_length: int = drlhp_setting("segment_length")
     n_initial_prefs: int = drlhp_setting("n_initial_prefs")
@@ -115,8 +113,7 @@ class Args:
     relabel: bool = field(default=True, metadata={
         "help": "an off-policy agent's replay buffer is relabelled with each newer reward checkpoint "
                 "(drlhp.sb3.RelabelReplayBuffer); on-policy agents have none"})
-    tensorboard_log: str = field(default="", metadata={
-        "help": "TensorBoard directory for the agent's and the reward model's curves (needs drlhp[tensorboard])"})
+    tensorboard_log: str | None = drlhp_setting("tensorboard_log", also="the examples' agent writes its curves there")
 
 
 def parse_args(description: str, **defaults) -> Args:
@@ -129,7 +126,7 @@ def parse_args(description: str, **defaults) -> Args:
     for f in dataclasses.fields(Args):
         default = defaults.get(f.name, f.default)
         if "setting" in f.metadata:
-            add_setting_flag(parser, f.name, default)
+            add_setting_flag(parser, f.name, default, f.metadata["also"])
         elif f.type in (bool, "bool"):
             # A flag on by default for this example can be turned off (--no-...).
             action = argparse.BooleanOptionalAction if default else "store_true"

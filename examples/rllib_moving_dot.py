@@ -59,9 +59,9 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--web", action="store_true", help="label in a browser instead of synthetically")
     add_setting_flags(p, DRLHP_SETTINGS)
     add_setting_flag(p, "label_budget", 300)
-    p.add_argument("--log-dir", default=os.path.join("drlhp_logs", "rllib_moving_dot", time.strftime("%Y%m%d-%H%M%S")),
-                   help="the run's labels and checkpoints, on the service's node (the driver's)")
-    p.add_argument("--seed", type=int, default=0)
+    add_setting_flag(p, "log_dir", os.path.join("drlhp_logs", "rllib_moving_dot", time.strftime("%Y%m%d-%H%M%S")),
+                     also="here, on the service's node (the driver's)")
+    add_setting_flag(p, "seed", 0, also="here also RLlib's")
     return p.parse_args()
 
 

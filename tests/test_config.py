@@ -55,9 +55,9 @@ def test_each_worker_takes_its_settings_from_the_run_settings(tmp_path):
     spec = infer_frame_spec(np.zeros((8, 8, 3), np.uint8))
     trainer = trainer_config(config, spec, None)
     learner, labels = trainer.learner, trainer.labels
-    assert (learner.lr, learner.batch_size, trainer.torch_threads, labels.snapshot_interval, learner.seed,
+    assert (learner.lr, learner.batch_size, trainer.trainer_torch_threads, labels.snapshot_interval, learner.seed,
             trainer.label_budget, trainer.log_dir, labels.log_dir) == (0.5, 3, 2, 7.0, 11, 77, *[str(tmp_path)] * 2)
-    assert (learner.device, learner.first_ckpt_step, learner.net.dropout, learner.reward_centre,
+    assert (learner.device, learner.n_initial_training_steps, learner.net.dropout, learner.reward_centre,
             learner.weight_average) == ("cpu:0", 9, 0.3, "median", 0.9)
     assert learner.net.frame_spec == spec and learner.augmentation == config.augmentation
     assert labels.clip_length == config.segment_length and labels.journaling
@@ -87,3 +87,45 @@ def test_no_worker_setting_restates_a_default_of_the_run_settings():
         defaulted = {f.name for f in dataclasses.fields(cls)
                      if f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING}
         assert defaulted <= own_defaults, f"{cls.__name__} restates defaults: {sorted(defaulted - own_defaults)}"
+
+
+def test_a_setting_keeps_its_name_from_the_keyword_to_the_engine():
+    """Wherever drlhp builds an engine's settings (a ``...Config(...)`` call), a field filled from a setting, or from
+    an engine field of the same route, has that name: less a prefix of FLAT_PREFIXES, or as ENGINE_NAMES maps a
+    seed word. Positional arguments are read by the dataclass's field order."""
+    import ast
+    import dataclasses
+    import importlib
+    from pathlib import Path
+
+    from drlhp.runtime.settings import ENGINE_NAMES, FLAT_PREFIXES
+
+    settings = {f.name for f in dataclasses.fields(PreferenceConfig)}
+    assert set(ENGINE_NAMES) <= settings
+
+    def same_route(field: str, source: str) -> bool:
+        if source not in settings:
+            return field == source or source not in engine_names  # not a setting's route
+        return field in {source, ENGINE_NAMES.get(source)} | {source[len(p):] for p in FLAT_PREFIXES
+                                                               if source.startswith(p)}
+
+    engine_names = settings | set(ENGINE_NAMES.values())
+    package = Path(__file__).parents[1] / "drlhp"
+    renamed, calls = [], 0
+    for path in sorted(package.rglob("*.py")):
+        module_name = ".".join(path.relative_to(package.parent).with_suffix("").parts).removesuffix(".__init__")
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id.endswith("Config")):
+                continue
+            cls = getattr(importlib.import_module(module_name), node.func.id, None)
+            if not dataclasses.is_dataclass(cls):
+                continue
+            calls += 1
+            passed = list(zip((f.name for f in dataclasses.fields(cls)), node.args))
+            passed += [(kw.arg, kw.value) for kw in node.keywords if kw.arg]
+            for field, value in passed:
+                if isinstance(value, ast.Attribute) and not same_route(field, value.attr):
+                    renamed.append(f"{path.name}:{node.lineno}: {node.func.id}.{field} from ...{value.attr}")
+    assert calls >= 8  # settings.py's engines, the interface's, the offline trainer's
+    assert not renamed, renamed

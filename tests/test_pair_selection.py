@@ -44,7 +44,7 @@ def test_disagreement_is_zero_when_members_agree_and_grows_with_their_spread():
 
 def test_the_interface_asks_about_the_pair_the_members_disagree_on_most():
     scorer = scorer_with(MemberColumns(), max_new_per_pick=100)
-    interface = PrefInterface(PrefInterfaceConfig(max_segs=20, seed=0, n_candidates=1000),
+    interface = PrefInterface(PrefInterfaceConfig(max_segs=20, seed=0, n_candidate_pairs=1000),
                               NoLabeller(), None, scorer=scorer)
     for i in range(10):
         interface.add_segment(seg(i, [i, i, i]))  # every member agrees on these: returns 5i
@@ -59,7 +59,7 @@ def test_a_pick_evaluates_only_a_few_new_clips():
     predictor = MemberColumns()
     scorer = scorer_with(predictor, max_new_per_pick=4)
     scorer.poll = lambda: None
-    interface = PrefInterface(PrefInterfaceConfig(max_segs=200, seed=0, n_candidates=64),
+    interface = PrefInterface(PrefInterfaceConfig(max_segs=200, seed=0, n_candidate_pairs=64),
                               NoLabeller(), None, scorer=scorer)
     for i in range(200):
         interface.add_segment(seg(i, [i % 7, i % 5, i % 3]))

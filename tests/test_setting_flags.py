@@ -70,7 +70,9 @@ def test_the_command_and_the_examples_show_the_declared_help_under_the_settings_
     for f in dataclasses.fields(Args):
         if "setting" in f.metadata:
             assert f.metadata["setting"] == f.name  # one name from the example's flag to the engine
-            assert f.default == getattr(PreferenceConfig, f.name) or f.name == "label_budget"
+            # The examples' own defaults: a budget a run spends in minutes, and a seeded (repeatable) run.
+            assert f.default == getattr(PreferenceConfig, f.name) or f.name in {"label_budget", "seed"}
+            assert f.metadata["also"] or f.name not in {"log_dir", "resume", "seed", "tensorboard_log"}
 
 
 def test_plain_help_keeps_the_words_of_a_link_and_names_its_page():

@@ -98,7 +98,7 @@ def test_two_teachers_agree_as_often_as_their_mistake_rates_say():
     out = queue.Queue()
     teachers = {"careful": SyntheticTeacher(), "hasty": SyntheticTeacher(mistake_rate=0.3)}
     labeller = SyntheticLabeller(teachers=teachers, seed=1)
-    iface = PrefInterface(PrefInterfaceConfig(max_segs=100, seed=0, second_share=1.0), labeller, out)
+    iface = PrefInterface(PrefInterfaceConfig(max_segs=100, seed=0, second_opinion_share=1.0), labeller, out)
     rng = np.random.default_rng(0)
     for i in range(100):
         iface.add_segment(seg(i, float(rng.integers(0, 4))))  # returns 0-3: a quarter of the pairs tie
@@ -121,7 +121,8 @@ def test_two_teachers_agree_as_often_as_their_mistake_rates_say():
 def test_taking_back_a_second_answer_leaves_the_first_and_the_agreement_without_it():
     out = queue.Queue()
     labeller = SyntheticLabeller(teachers={"a": SyntheticTeacher(), "b": SyntheticTeacher()}, seed=0)
-    iface = PrefInterface(PrefInterfaceConfig(max_segs=10, seed=0, second_share=1.0, undo_limit=5), labeller, out)
+    asking = PrefInterfaceConfig(max_segs=10, seed=0, second_opinion_share=1.0, undo_limit=5)
+    iface = PrefInterface(asking, labeller, out)
     for i in range(4):
         iface.add_segment(seg(i, i))
     iface.ask(*iface.chooser.pick())

@@ -141,7 +141,7 @@ def test_nobody_takes_back_someone_elses_answer():
 
 def test_a_second_opinion_goes_to_someone_else_and_names_the_answer_it_seconds():
     pool, _, _ = pool_with(2)
-    pool.second_share = 1.0
+    pool.second_opinion_share = 1.0
     alice_pair, bob_pair = pool.next_for("alice"), pool.next_for("bob")
     _, alices = pool.answer(alice_pair.pair_id, 1.0, "alice")
     assert pool.next_for("alice") is None  # her own answered pair waits for someone else, not her
@@ -154,7 +154,7 @@ def test_a_second_opinion_goes_to_someone_else_and_names_the_answer_it_seconds()
 
 def test_alone_nobody_is_asked_for_second_opinions():
     pool, _, _ = pool_with(2)
-    pool.second_share = 1.0
+    pool.second_opinion_share = 1.0
     answered_and_recorded(pool, "alice")
     assert pool.next_for("alice").first is None  # a new pair, and no pair waits for a second opinion
     assert all(p.first is None for p in pool._out.values())

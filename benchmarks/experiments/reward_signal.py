@@ -103,6 +103,7 @@ import numpy as np
 
 from benchmarks.examples_path import with_examples
 from benchmarks.report.run_records import save_arrays
+from drlhp.cli.setting_flags import add_setting_flag
 
 if TYPE_CHECKING:
     from drlhp.reward.predictor import RewardPredictor
@@ -555,7 +556,7 @@ def main() -> None:
     lab.add_argument("policies", help="a directory of recordings")
     lab.add_argument("--out", required=True)
     lab.add_argument("--labels", type=int, default=3000)
-    lab.add_argument("--segment-length", type=int, default=25)
+    add_setting_flag(lab, "segment_length")
     lab.add_argument("--weights", type=float, nargs="*",
                      help="how often each policy's clips are drawn, in the order of their agent steps (default: even)")
     lab.add_argument("--seed", type=int, default=0)

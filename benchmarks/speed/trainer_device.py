@@ -45,7 +45,7 @@ def pairs_per_s(device: str, labels: PrefBuffer, n_steps: int, n_warmup: int) ->
     run = PreferenceConfig(reward_predictor_device=device, seed=0)
     config = learner_config(run, infer_frame_spec(np.zeros(FRAME_SHAPE, np.uint8)))
     never = n_warmup + n_steps + 1  # no checkpoint inside the timed window
-    config = dataclasses.replace(config, ckpt_interval=never, first_ckpt_step=never)
+    config = dataclasses.replace(config, ckpt_interval=never, n_initial_training_steps=never)
     sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
     with tempfile.TemporaryDirectory() as log_dir:
         learner = Learner(config, log_dir)

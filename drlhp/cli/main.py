@@ -20,7 +20,7 @@ import time
 
 from tqdm import tqdm
 
-from drlhp.cli.setting_flags import add_setting_flags, settings_from
+from drlhp.cli.setting_flags import add_setting_flag, add_setting_flags, settings_from
 from drlhp.errors import ConfigError
 from drlhp.storage.layout import LogDir
 
@@ -166,8 +166,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--policy", help="an SB3 model .zip to act with, trained on this env's observations "
                    "(default: random actions)")
     p.add_argument("--algo", default="ppo", help="the SB3 algorithm of --policy (default: ppo)")
-    p.add_argument("--log-dir", default=f"drlhp_logs/collect/{stamp}", help="where the labels go")
-    p.add_argument("--resume", action="store_true", help="add to the labels already in --log-dir")
+    add_setting_flag(p, "log_dir", f"drlhp_logs/collect/{stamp}", also="here, where the labels go")
+    add_setting_flag(p, "resume", also="here, add to the labels already in --log-dir")
     add_setting_flags(p, COLLECT_SETTINGS)
     p.set_defaults(run=cmd_collect)
 
@@ -176,7 +176,7 @@ def build_parser() -> argparse.ArgumentParser:
     length = p.add_mutually_exclusive_group()
     length.add_argument("--steps", type=int, default=None, help=f"training steps (default: {TRAIN_REWARD_STEPS})")
     length.add_argument("--epochs", type=float, help="passes over the training pairs")
-    p.add_argument("--log-dir", default=f"drlhp_logs/train_reward/{stamp}", help="checkpoints and metrics")
+    add_setting_flag(p, "log_dir", f"drlhp_logs/train_reward/{stamp}", also="here, the checkpoints and metrics")
     p.add_argument("--threads", type=int, default=None, help="torch threads (default: all cores)")
     add_setting_flags(p.add_argument_group("reward-training settings (as the wrappers')"), TRAIN_REWARD_SETTINGS)
     p.set_defaults(run=cmd_train_reward)

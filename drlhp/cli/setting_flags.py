@@ -57,13 +57,14 @@ def _parse(base: type, optional: bool) -> Callable[[str], Any]:
 
 
 def add_setting_flag(parser: argparse.ArgumentParser | argparse._ArgumentGroup, name: str,
-                     default: Any = _DECLARED) -> None:
+                     default: Any = _DECLARED, also: str = "") -> None:
     """Add the flag of the setting ``name`` to ``parser``, its value stored under ``name``; ``default``: this
-    program's, if not the declared one."""
+    program's, if not the declared one; ``also``: what else this program does with the value, after the declared
+    help."""
     declared = setting_field(name)
     default = declared.default if default is _DECLARED else default
     base, optional, choices = value_type(name)
-    help_text = plain(declared.metadata["help"]).replace("%", "%%")  # argparse formats help with %
+    help_text = plain(declared.metadata["help"] + (f"; {also}" if also else "")).replace("%", "%%")  # argparse: %
     if base is bool:
         parser.add_argument(flag(name), dest=name, action=argparse.BooleanOptionalAction, default=default,
                             help=help_text)

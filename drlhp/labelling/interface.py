@@ -12,7 +12,7 @@ many people work on at once, answers coming back as they are given.
 A labeller may take back its own answers, newest first, back to ``undo_limit`` answers of this
 session: the retraction is journaled and sent like a label, the pair no longer counts against the
 budget, and it is asked again (a labeller of one pair at a time: at once, then the pair that was on
-screen). With ``second_share``, that share of answered pairs also gets a second labeller's answer
+screen). With ``second_opinion_share``, that share of answered pairs also gets a second labeller's answer
 (a labeller that ``GivesSecondOpinions``, or the web page's pool); ``agreement`` counts how often
 each two labellers agree.
 """
@@ -52,16 +52,16 @@ EPISODE_SEGMENTS = 40
 @dataclass(frozen=True)
 class PrefInterfaceConfig:
     """How the interface asks: the latest ``max_segs`` clips to pair; ``seed`` of its choices; of
-    ``n_candidates`` random pairs the one the ensemble disagrees on most (with a scorer); how many pairs may
+    ``n_candidate_pairs`` random pairs the one the ensemble disagrees on most (with a scorer); how many pairs may
     have been asked by each env step (``schedule``; the default: as many as the labeller answers); answers each
     labeller may take back (``undo_limit``); the share of answered pairs asked to a second labeller."""
 
     max_segs: int
     seed: int | None = None
-    n_candidates: int = DEFAULT_N_CANDIDATES
+    n_candidate_pairs: int = DEFAULT_N_CANDIDATES
     schedule: LabelSchedule = field(default_factory=lambda: LabelSchedule(budget=None))
     undo_limit: int = 0
-    second_share: float = 0.0
+    second_opinion_share: float = 0.0
 
 
 class PrefInterface:
@@ -79,7 +79,7 @@ class PrefInterface:
                  earlier: EarlierLabels | None = None) -> None:
         earlier = earlier or EarlierLabels()
         self.config, self.labeller, self.schedule = config, labeller, config.schedule
-        self.chooser = PairChooser(config.max_segs, config.seed, config.n_candidates, scorer)
+        self.chooser = PairChooser(config.max_segs, config.seed, config.n_candidate_pairs, scorer)
         self.recorder = AnswerRecorder(out, journal, config.undo_limit, earlier)
         # Pairs asked in the run (a skipped one too), not counting labels taken back: what the label budget counts.
         self.n_asked = earlier.next_seq - earlier.n_retracted
@@ -203,7 +203,7 @@ class PrefInterface:
         return self._names.last_labeller if self._names is not None else type(self.labeller).__name__
 
     def _maybe_second_opinion(self, first: Recorded) -> None:
-        share = self.config.second_share
+        share = self.config.second_opinion_share
         if self._seconder is None or not share or self._rng.random() >= share:
             return
         opinion = self._seconder.second_opinion(first.a, first.b, first.labeller)

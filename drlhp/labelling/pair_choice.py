@@ -1,6 +1,6 @@
 """Which pair of clips to ask about next: the latest clips, the pairs asked before, and a pair given back.
 
-A ring buffer of the latest ``max_segs`` clips. A pair is never asked twice; of ``n_candidates`` random pairs not
+A ring buffer of the latest ``max_segs`` clips. A pair is never asked twice; of ``n_candidate_pairs`` random pairs not
 asked before, the one the reward ensemble disagrees on most (``drlhp.labelling.pair_selection``'s scorer, once it
 has a checkpoint), else a random one. A pair whose answer was taken back comes first (``ask_again``).
 """
@@ -17,11 +17,11 @@ from drlhp.labelling.pair_selection import DEFAULT_N_CANDIDATES, DisagreementSco
 class PairChooser:
     """The clips that may be paired (``segments``, oldest first) and the choice among their pairs."""
 
-    def __init__(self, max_segs: int, seed: int | None = None, n_candidates: int = DEFAULT_N_CANDIDATES,
+    def __init__(self, max_segs: int, seed: int | None = None, n_candidate_pairs: int = DEFAULT_N_CANDIDATES,
                  scorer: DisagreementScorer | None = None) -> None:
         if max_segs < 2:
             raise ConfigError(f"max_segs must be >= 2 to form pairs, got {max_segs}")
-        self.max_segs, self.n_candidates, self.scorer = max_segs, n_candidates, scorer
+        self.max_segs, self.n_candidate_pairs, self.scorer = max_segs, n_candidate_pairs, scorer
         self.segments: OrderedDict[int, Clip] = OrderedDict()
         self._asked: set[tuple[int, int]] = set()
         self._again: list[tuple[Clip, Clip]] = []  # pairs to ask before any other, the next on top
@@ -45,7 +45,7 @@ class PairChooser:
         """The pair to ask about next (never one asked before), or None if there is none."""
         if self._again:
             return self._again.pop()
-        candidates = self.candidate_pairs(self.n_candidates if self.scorer is not None else 1)
+        candidates = self.candidate_pairs(self.n_candidate_pairs if self.scorer is not None else 1)
         if self.scorer is not None and candidates:
             self.scorer.poll()
             self.scorer.refresh(list(self.segments.values()), self.scorer.max_new_per_pick)

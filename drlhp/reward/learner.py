@@ -40,8 +40,8 @@ LARGE_L2 = 0.05
 class LearnerConfig:
     """How a reward network is trained (each from the run's ``drlhp.PreferenceConfig``; see ``drlhp.runtime.settings``).
 
-    ``first_ckpt_step``: a checkpoint at this step too (the run's ``n_initial_training_steps``: the
-    step from which its predicted reward is used). ``device``: a torch device, or ``"auto"``.
+    ``n_initial_training_steps``: a checkpoint at this step too (the step from which the run's predicted reward is
+    used). ``device``: a torch device, or ``"auto"``.
     """
 
     net: NetConfig
@@ -54,7 +54,7 @@ class LearnerConfig:
     reward_scale: float
     reward_centre: RewardCentre
     ckpt_interval: int
-    first_ckpt_step: int
+    n_initial_training_steps: int
     seed: int | None
     device: str
     weight_average: float | None  # the decay of the weights' average that checkpoints hold (None: the weights)
@@ -142,7 +142,8 @@ class Learner:
     def train(self, n_steps: int, train_db: PrefDB, val_db: PrefDB,
               on_step: Callable[[int], None] | None = None) -> list[Evaluation]:
         """``n_steps`` gradient steps on ``train_db``'s pairs, with a checkpoint (evaluated on ``val_db``) at each
-        step that is due one: every ``ckpt_interval`` steps, and at ``first_ckpt_step``. Returns their evaluations.
+        step that is due one: every ``ckpt_interval`` steps, and at ``n_initial_training_steps``. Returns their
+        evaluations.
 
         ``on_step(step)`` is called after each gradient step, before its checkpoint.
         """
@@ -162,7 +163,7 @@ class Learner:
                 self.average.update(self.predictor.net, self.step)
             if on_step is not None:
                 on_step(self.step)
-            if self.step % c.ckpt_interval == 0 or self.step == c.first_ckpt_step:
+            if self.step % c.ckpt_interval == 0 or self.step == c.n_initial_training_steps:
                 evaluations.append(self.checkpoint(train_db, val_db))
         return evaluations
 

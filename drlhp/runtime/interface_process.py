@@ -70,7 +70,7 @@ class InterfaceProcess:
             journal = JournalWriter(config.journal_log_dir, lambda: stats.labels_in_snapshot.value,
                                     config.instructions, config.val_fraction)
         asking = PrefInterfaceConfig(config.max_segs, config.seed, config.n_candidate_pairs, config.schedule,
-                                     config.undo_limit, config.second_share)
+                                     config.undo_limit, config.second_opinion_share)
         self.interface = PrefInterface(asking, self._make_labeller(config), label_queue, journal, scorer,
                                        EarlierLabels(start.next_seq, start.n_retracted, start.agreement))
         self._publish()
@@ -86,7 +86,8 @@ class InterfaceProcess:
             from drlhp.labelling.human import HumanLabeller
 
             return HumanLabeller(config.human, self.stop, idle=self.idle)
-        return SyntheticLabeller(config.pairs_per_segment, config.teacher, config.seed, config.teachers)
+        return SyntheticLabeller(config.pairs_per_segment, config.synthetic_teacher, config.seed,
+                                 config.synthetic_teachers)
 
     def receive(self, timeout: float) -> None:
         """Move every clip waiting on the channel into the interface (waiting up to ``timeout`` s for the first)."""

@@ -4,6 +4,11 @@ The engines take settings types of their own (``LearnerConfig``, ``LabelStoreCon
 ``WebConfig``) and never import ``PreferenceConfig``; these functions fill them in, each field once, from
 the setting that names it. None of these types restates a default of ``PreferenceConfig``: a field they
 share has no default there, so a setting reaches its engine from one place or fails to construct.
+
+A setting keeps its name from the keyword to the engine (tests/test_config.py holds it). The flat keyword may carry
+a prefix that the engine's type already says (``web_port`` is ``WebConfig.port``, ``reward_predictor_lr`` is
+``LearnerConfig.lr``): ``FLAT_PREFIXES``. The seed's words in the package's vocabulary, and the one setting whose
+name is a checkpoint's key, are mapped once: ``ENGINE_NAMES``.
 """
 from __future__ import annotations
 
@@ -26,6 +31,16 @@ if TYPE_CHECKING:  # its module imports aiohttp, installed only to label in a br
     from drlhp.labelling.web.labeller import WebConfig
 
 
+#: Prefixes a flat keyword needs and its engine's type already says.
+FLAT_PREFIXES = ("reward_predictor_", "reward_net_", "web_", "display_", "human_", "labelling_")
+
+#: Settings whose engines call them otherwise: the seed's words (kept at the public face) in the package's
+#: vocabulary, and ``ensemble_size``, which checkpoints hold as their network's ``n_members``.
+ENGINE_NAMES = {"max_prefs_in_db": "max_labels", "collect_prefs": "collecting", "segment_length": "clip_length",
+                "prefs_autosave_interval": "snapshot_interval", "synthetic_prefs_per_segment": "pairs_per_segment",
+                "ensemble_size": "n_members"}
+
+
 @dataclass(frozen=True)
 class TrainerConfig:
     """Settings of the reward-training process: its engines' and how it runs them."""
@@ -37,7 +52,7 @@ class TrainerConfig:
     n_initial_prefs: int  # labels held before training starts
     pretrained_ckpt: str | None
     resume: bool
-    torch_threads: int | None
+    trainer_torch_threads: int | None
     seed: int | None
     tensorboard_log: str | None
     label_budget: int | None  # only reported (the interface keeps to it); None also when not collecting
@@ -56,7 +71,7 @@ class InterfaceConfig:
     seed: int | None
     labeller: Labeller | None  # None: synthetic, or people with ``human`` or ``web`` set
     pairs_per_segment: float
-    teacher: SyntheticTeacher
+    synthetic_teacher: SyntheticTeacher
     human: HumanConfig | None
     web: WebConfig | None  # people label in their browsers (the page's address goes to the main process)
     journal_log_dir: str | None  # keep a label journal in this log_dir (None: no journal)
@@ -64,16 +79,16 @@ class InterfaceConfig:
     selection_ckpt: str | None  # pick pairs by the disagreement of this checkpoint's ensemble (None: random)
     ckpt_poll_interval: float  # seconds between checks for a newer checkpoint to judge pairs with
     n_candidate_pairs: int
-    teachers: Mapping[str, SyntheticTeacher] | None  # several simulated people instead of ``teacher``
+    synthetic_teachers: Mapping[str, SyntheticTeacher] | None  # several simulated people instead of one
     instructions: str | None  # the task in words, journaled with the labels
     val_fraction: float  # the run's validation split, journaled (a run without a snapshot yet still says it)
     undo_limit: int
-    second_share: float
+    second_opinion_share: float
 
 
 def net_config(config: PreferenceConfig, frame_spec: FrameSpec) -> NetConfig:
     """The reward network a run with ``config`` builds for frames of ``frame_spec``."""
-    return NetConfig(frame_spec, config.reward_predictor_dropout, config.reward_predictor_batchnorm,
+    return NetConfig(frame_spec, dropout=config.reward_predictor_dropout, batchnorm=config.reward_predictor_batchnorm,
                      n_members=config.ensemble_size, arch=config.reward_net_arch,
                      frame_norm=config.reward_predictor_frame_norm)
 
@@ -85,7 +100,7 @@ def learner_config(config: PreferenceConfig, frame_spec: FrameSpec) -> LearnerCo
         batch_size=config.reward_predictor_batch_size, noise_prob=config.noise_prob,
         weight_decay=config.reward_predictor_weight_decay, adaptive_l2=config.adaptive_l2,
         augmentation=config.augmentation, reward_scale=config.reward_scale, reward_centre=config.reward_centre,
-        ckpt_interval=config.reward_predictor_ckpt_interval, first_ckpt_step=config.n_initial_training_steps,
+        ckpt_interval=config.reward_predictor_ckpt_interval, n_initial_training_steps=config.n_initial_training_steps,
         seed=config.seed, device=config.reward_predictor_device, weight_average=config.reward_predictor_weight_average,
         estimate_noise_prob=config.estimate_noise_prob, label_filter=config.label_filter,
         label_flip=config.label_flip)
@@ -106,7 +121,7 @@ def trainer_config(config: PreferenceConfig, frame_spec: FrameSpec, pretrained_c
     return TrainerConfig(
         learner=learner_config(config, frame_spec), labels=label_store_config(config, frame_spec),
         log_dir=config.log_dir, train_reward=config.train_reward, n_initial_prefs=config.n_initial_prefs,
-        pretrained_ckpt=pretrained_ckpt, resume=config.resume, torch_threads=config.trainer_torch_threads,
+        pretrained_ckpt=pretrained_ckpt, resume=config.resume, trainer_torch_threads=config.trainer_torch_threads,
         seed=config.seed, tensorboard_log=config.tensorboard_log,
         label_budget=config.label_budget if config.collect_prefs else None)
 
@@ -117,13 +132,14 @@ def interface_config(config: PreferenceConfig, human: HumanConfig | None, web: W
     judge pairs (used only with ``pair_selection="disagreement"``)."""
     return InterfaceConfig(
         max_segs=config.max_segs, seed=config.seed, labeller=config.labeller,
-        pairs_per_segment=config.synthetic_prefs_per_segment, teacher=config.synthetic_teacher, human=human, web=web,
+        pairs_per_segment=config.synthetic_prefs_per_segment, synthetic_teacher=config.synthetic_teacher, human=human,
+        web=web,
         journal_log_dir=config.log_dir if config.autosave_prefs else None, schedule=config.schedule,
         selection_ckpt=selection_ckpt if config.pair_selection == "disagreement" else None,
         ckpt_poll_interval=config.ckpt_poll_interval,
-        n_candidate_pairs=config.n_candidate_pairs, teachers=config.synthetic_teachers,
+        n_candidate_pairs=config.n_candidate_pairs, synthetic_teachers=config.synthetic_teachers,
         instructions=config.labelling_instructions, val_fraction=config.val_fraction, undo_limit=config.undo_limit,
-        second_share=config.second_opinion_share)
+        second_opinion_share=config.second_opinion_share)
 
 
 def human_config(config: PreferenceConfig, frame_spec: FrameSpec) -> HumanConfig:
@@ -139,6 +155,6 @@ def web_config(config: PreferenceConfig, frame_spec: FrameSpec) -> WebConfig:
 
     return WebConfig(frame_spec, token=secrets.token_urlsafe(24), owner_token=secrets.token_urlsafe(24),
                      host=config.web_host, port=config.web_port, zoom=config.display_zoom, fps=config.display_fps,
-                     pair_timeout=config.web_pair_timeout, budget=config.label_budget,
+                     pair_timeout=config.web_pair_timeout, label_budget=config.label_budget,
                      log_path=LogDir(config.log_dir).human_labels, instructions=config.labelling_instructions,
-                     undo_limit=config.undo_limit, second_share=config.second_opinion_share, seed=config.seed)
+                     undo_limit=config.undo_limit, second_opinion_share=config.second_opinion_share, seed=config.seed)

@@ -53,7 +53,7 @@ def run_reward_trainer(config: TrainerConfig, label_queue, run_start, commands, 
         replies.put(TrainerFailed(e))
         stop.wait()  # the main process raises the error and stops us
         return
-    set_up_torch(config.torch_threads, config.seed)
+    set_up_torch(config.trainer_torch_threads, config.seed)
     try:
         trainer = TrainerProcess(config, label_queue, commands, replies, stop, stats)
     except STARTUP_ERRORS as e:

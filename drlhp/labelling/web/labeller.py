@@ -37,11 +37,11 @@ class WebConfig:
     zoom: int | None  # None: about 336 px per clip
     fps: float
     pair_timeout: float  # seconds before a pair handed out and not answered goes to someone else
-    budget: int | None  # the run's label budget, to show what is left of it (None: no budget)
+    label_budget: int | None  # the run's label budget, to show what is left of it (None: no budget)
     log_path: str | None  # CSV of answers: who, how long
     instructions: str | None  # the task in words, shown above the clips
     undo_limit: int  # answers each labeller may take back, newest first
-    second_share: float  # share of answered pairs also asked to a second labeller
+    second_opinion_share: float  # share of answered pairs also asked to a second labeller
     seed: int | None
 
 
@@ -52,8 +52,8 @@ class WebLabeller:
 
     def __init__(self, config: WebConfig) -> None:
         self.config = config
-        self.pool = PairPool(config.pair_timeout, undo_limit=config.undo_limit, second_share=config.second_share,
-                             seed=config.seed)
+        self.pool = PairPool(config.pair_timeout, undo_limit=config.undo_limit,
+                             second_opinion_share=config.second_opinion_share, seed=config.seed)
         self.clips = ClipImages(config.frame_spec)
         self._total, self._asked = 0, 0
         self._agreement: list = []  # Agreement.rows(): (labeller, labeller, pairs answered by both, same, share)
@@ -67,7 +67,7 @@ class WebLabeller:
         self.owner_url = f"http://{host}:{self._server.port}/owner?token={config.owner_token}"
 
     def _progress(self) -> dict:
-        return {"total": self._total, "remaining": labels_remaining(self.config.budget, self._asked),
+        return {"total": self._total, "remaining": labels_remaining(self.config.label_budget, self._asked),
                 "agreement": self._agreement}
 
     def set_progress(self, run_labels: int, asked: int, agreement: list | None = None) -> None:

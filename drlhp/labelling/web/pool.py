@@ -6,7 +6,7 @@ so every method takes the one lock. An answer is acknowledged to the browser onl
 once the interface has journaled it: ``answer`` returns an ``Answer`` whose future the
 interface completes after the label is on disk; a take-back (``take_back``) likewise.
 
-Second opinions: with ``second_share`` > 0, that share of first answers, given while
+Second opinions: with ``second_opinion_share`` > 0, that share of first answers, given while
 another labeller is active, keeps its pair in the pool for someone else; their answer
 is the pair's second (``Answer.first`` names the one it seconds).
 
@@ -74,11 +74,11 @@ class PairPool:
 
     def __init__(self, timeout: float, clock: Callable[[], float] = time.monotonic,
                  undo_limit: int = DEFAULT_UNDO_LIMIT,
-                 second_share: float = 0.0, seed: int | None = None) -> None:
+                 second_opinion_share: float = 0.0, seed: int | None = None) -> None:
         if timeout <= 0:
             raise ConfigError(f"timeout must be > 0, got {timeout}")
         self.timeout, self.clock = timeout, clock
-        self.undo_limit, self.second_share = undo_limit, second_share
+        self.undo_limit, self.second_opinion_share = undo_limit, second_opinion_share
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
         self._next_id = 1  # people see these numbers
@@ -157,7 +157,7 @@ class PairPool:
     def _ask_second(self, name: str, now: float) -> bool:
         """Whether the pair ``name`` just answered goes to a second labeller too (while someone else is active)."""
         others = any(now - t < ACTIVE_SECONDS for who, t in self._last_seen.items() if who != name)
-        if not (self.second_share and others and self._rng.random() < self.second_share):
+        if not (self.second_opinion_share and others and self._rng.random() < self.second_opinion_share):
             return False
         awaiting = [p for p in self._out.values() if p.first is not None and p.holder is None]
         for stale in awaiting[:max(0, len(awaiting) + 1 - MAX_AWAITING_SECOND)]:

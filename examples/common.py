@@ -10,6 +10,8 @@ A run lives in its log_dir: drlhp's labels and reward network, the agent (``agen
 they were."""
 from __future__ import annotations
 
+import drlhp.frontends.quiet_gym  # noqa: F401  # isort: skip  (first: SB3, imported below, imports gym)
+
 import argparse
 import contextlib
 import dataclasses

@@ -12,6 +12,8 @@ import numpy as np
 import pytest
 from gymnasium import spaces
 
+import drlhp.frontends.quiet_gym  # noqa: F401  (tests import SB3 too, and its gym's banner would be in their stderr)
+
 #: How far two float32 computations of the same values may differ when they take different code paths
 #: (batch sizes, thread counts, grouped or single-member kernels, the lean per-step path): as a share of the
 #: largest value compared. Summing n terms in another order moves the result by up to about n units of

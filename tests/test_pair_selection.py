@@ -47,9 +47,9 @@ def test_the_interface_asks_about_the_pair_the_members_disagree_on_most():
     interface = PrefInterface(PrefInterfaceConfig(max_segs=20, seed=0, n_candidate_pairs=1000),
                               NoLabeller(), None, scorer=scorer)
     for i in range(10):
-        interface.add_segment(seg(i, [i, i, i]))  # every member agrees on these: returns 5i
-    interface.add_segment(seg(10, [20, 0, -20]))  # the members disagree about this clip
-    interface.add_segment(seg(11, [0, 0, 0]))
+        interface.add_clip(seg(i, [i, i, i]))  # every member agrees on these: returns 5i
+    interface.add_clip(seg(10, [20, 0, -20]))  # the members disagree about this clip
+    interface.add_clip(seg(11, [0, 0, 0]))
     scorer.poll = lambda: None
     a, b = interface.chooser.pick()
     assert 10 in (a.clip_id, b.clip_id)
@@ -62,7 +62,7 @@ def test_a_pick_evaluates_only_a_few_new_clips():
     interface = PrefInterface(PrefInterfaceConfig(max_segs=200, seed=0, n_candidate_pairs=64),
                               NoLabeller(), None, scorer=scorer)
     for i in range(200):
-        interface.add_segment(seg(i, [i % 7, i % 5, i % 3]))
+        interface.add_clip(seg(i, [i % 7, i % 5, i % 3]))
     assert interface.chooser.pick() is not None
     assert predictor.frames_evaluated == 4 * 5  # four clips of five frames, however many clips wait
 
@@ -71,7 +71,7 @@ def test_random_until_there_is_an_ensemble():
     scorer = DisagreementScorer("/nonexistent/reward_predictor.ckpt", poll_interval=1.0)
     interface = PrefInterface(PrefInterfaceConfig(max_segs=20, seed=0), NoLabeller(), None, scorer=scorer)
     for i in range(5):
-        interface.add_segment(seg(i, [0, 0, 0]))
+        interface.add_clip(seg(i, [0, 0, 0]))
     assert not scorer.ready and interface.chooser.pick() is not None
 
 

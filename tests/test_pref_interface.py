@@ -23,7 +23,7 @@ def test_synthetic_labeller_prefers_the_larger_true_return():
 def test_pairs_are_distinct_and_never_repeated():
     iface = PrefInterface(PrefInterfaceConfig(max_segs=10, seed=0), SyntheticLabeller(), queue.Queue())
     for i in range(6):
-        iface.add_segment(seg(i, i))
+        iface.add_clip(seg(i, i))
     seen = set()
     while (pair := iface.chooser.pick()) is not None:
         a, b = pair
@@ -39,12 +39,12 @@ def test_segments_travel_once_and_are_forgotten_when_they_leave_the_buffer():
     out = queue.Queue()
     iface = PrefInterface(PrefInterfaceConfig(max_segs=3, seed=0), SyntheticLabeller(), out)
     for i in range(3):
-        iface.add_segment(seg(i, i))
-    iface.ask(iface.chooser.segments[0], iface.chooser.segments[1])
-    iface.ask(iface.chooser.segments[0], iface.chooser.segments[2])
-    iface.add_segment(seg(3, 3))  # evicts segment 0
+        iface.add_clip(seg(i, i))
+    iface.ask(iface.chooser.clips[0], iface.chooser.clips[1])
+    iface.ask(iface.chooser.clips[0], iface.chooser.clips[2])
+    iface.add_clip(seg(3, 3))  # evicts segment 0
     msgs = [out.get_nowait() for _ in range(out.qsize())]
-    sent = [m.segment.clip_id for m in msgs if isinstance(m, ClipData)]
+    sent = [m.clip.clip_id for m in msgs if isinstance(m, ClipData)]
     assert sent == [0, 1, 2]  # 0 was in two pairs but sent once
     assert [m for m in msgs if isinstance(m, Preference)] == [Preference(0, 1, 0.0, 0, "SyntheticLabeller"),
                                                              Preference(0, 2, 0.0, 1, "SyntheticLabeller")]
@@ -55,15 +55,15 @@ def test_a_label_for_clips_that_left_the_buffer_while_their_pair_was_out_sends_t
     out = queue.Queue()
     iface = PrefInterface(PrefInterfaceConfig(max_segs=2, seed=0), SyntheticLabeller(), out)
     a, b = seg(0, 0), seg(1, 1)
-    iface.add_segment(a)
-    iface.add_segment(b)
+    iface.add_clip(a)
+    iface.add_clip(b)
     iface.mark_asked(a, b)  # handed to a web labeller, who takes their time
-    iface.add_segment(seg(2, 2))
-    iface.add_segment(seg(3, 3))  # a and b leave the buffer
+    iface.add_clip(seg(2, 2))
+    iface.add_clip(seg(3, 3))  # a and b leave the buffer
     assert iface.n_asked == 1 and iface.chooser.pick() is not None
     iface.record(a, b, 1.0, "web:alice")
     msgs = [out.get_nowait() for _ in range(out.qsize())]
-    assert all(isinstance(m, ClipData) for m in msgs[:2]) and [m.segment.clip_id for m in msgs[:2]] == [0, 1]
+    assert all(isinstance(m, ClipData) for m in msgs[:2]) and [m.clip.clip_id for m in msgs[:2]] == [0, 1]
     assert msgs[2:] == [Preference(0, 1, 1.0, 0, "web:alice"), ForgetClip(0), ForgetClip(1)]
 
 
@@ -79,8 +79,8 @@ def test_incomparable_answers_record_nothing_and_are_not_asked_again():
 
     out = queue.Queue()
     iface = PrefInterface(PrefInterfaceConfig(max_segs=5, seed=0), Shrug(), out)
-    iface.add_segment(seg(0, 0))
-    iface.add_segment(seg(1, 1))
+    iface.add_clip(seg(0, 0))
+    iface.add_clip(seg(1, 1))
     assert iface.ask(*iface.chooser.pick()) is None
     assert out.empty() and iface.chooser.pick() is None
 
@@ -93,7 +93,7 @@ def test_interface_needs_room_for_a_pair():
 def test_episode_tracker_follows_each_env_apart_when_their_segments_interleave():
     from drlhp.labelling.interface import EpisodeTracker
 
-    tracker = EpisodeTracker(max_segments=10)
+    tracker = EpisodeTracker(max_clips=10)
     frames, rewards = np.zeros((2, 3, 3), np.uint8), np.zeros(2)
     # (clip_id, episode, env): env 0 plays episode 0 then 2; env 1 plays episode 1 throughout.
     arrivals = [(0, 0, 0), (1, 1, 1), (2, 0, 0), (3, 1, 1), (4, 2, 0), (5, 1, 1)]
@@ -112,12 +112,12 @@ def test_the_interface_asks_as_the_schedule_allows_and_journals_each_label_befor
                           SyntheticLabeller(), out, journal=journal)
     for i in range(8):
         iface.receive(seg(i, i))
-    assert not iface.chooser.segments  # received clips join the buffer at the next step
+    assert not iface.chooser.clips  # received clips join the buffer at the next step
     for _ in range(10):
         iface.step(env_steps=0)
     labels = [m for m in out.queue if isinstance(m, Preference)]
     # the initial batch
-    assert len(iface.chooser.segments) == 8 and iface.n_asked == iface.recorder.n_sent == len(labels) == 3
+    assert len(iface.chooser.clips) == 8 and iface.n_asked == iface.recorder.n_sent == len(labels) == 3
     assert [r.seq for r in read_journal(str(tmp_path))] == [0, 1, 2]
     for _ in range(10):
         iface.step(env_steps=50)  # half the horizon: half the other 7 labels

@@ -53,7 +53,7 @@ def test_resume_continues_labels_network_optimiser_and_numbering(tmp_path):
         step_until(env, lambda: env.using_reward_from_predictor and env.stats().training_steps >= 8)
     first_step = env.stats().training_steps
     buffer, first_labels = saved_labels(tmp_path, keep_all["max_prefs_in_db"])
-    first_ids, first_train, first_val = buffer.segment_ids, list(buffer.train_db.prefs), list(buffer.val_db.prefs)
+    first_ids, first_train, first_val = buffer.clip_ids, list(buffer.train_db.prefs), list(buffer.val_db.prefs)
 
     with HumanPreferencesEnvWrapper(FakePixelEnv(), log_dir=str(tmp_path), resume=True, **keep_all) as env:
         # The run's own network from the first step on, at the step it stopped (close() checkpoints it).
@@ -65,7 +65,7 @@ def test_resume_continues_labels_network_optimiser_and_numbering(tmp_path):
     assert list(buffer.train_db.prefs)[:len(first_train)] == first_train
     assert list(buffer.val_db.prefs)[:len(first_val)] == first_val
     assert buffer.n_received == len(first_labels) + env.stats().labels_received
-    new_ids = buffer.segment_ids - first_ids
+    new_ids = buffer.clip_ids - first_ids
     assert new_ids and min(new_ids) > max(first_ids)  # clip numbering continued: no id means two clips
     with open(tmp_path / "reward_training_metrics.csv") as f:
         steps = [int(row["training_step"]) for row in csv.DictReader(f)]

@@ -333,13 +333,13 @@ def test_a_pass_takes_as_many_pairs_as_its_input_bytes_allow(monkeypatch, frame_
     spec = infer_frame_spec(np.zeros(frame_shape, np.uint8))
     optimiser = RewardOptimiser(RewardPredictor(NetConfig(spec, n_members=n_members)))
     inputs = []  # (pairs, bytes) of each pass's network input
-    real = optimiser_module.segment_returns
+    real = optimiser_module.clip_returns
 
-    def recording(net, x, n_segments):
-        inputs.append((n_segments // 2, x.nbytes))
-        return real(net, x, n_segments)
+    def recording(net, x, n_clips):
+        inputs.append((n_clips // 2, x.nbytes))
+        return real(net, x, n_clips)
 
-    monkeypatch.setattr(optimiser_module, "segment_returns", recording)
+    monkeypatch.setattr(optimiser_module, "clip_returns", recording)
     clips = np.random.default_rng(0).integers(0, 256, (2, n_members, n_pairs, 25, *frame_shape), dtype=np.uint8)
     labels = np.ones((n_members, n_pairs), np.float32)
     optimiser.train_step(clips[0], clips[1], labels)

@@ -46,7 +46,7 @@ def test_l_r_undo_e_leaves_l_and_e_and_asks_the_taken_back_pair_again_then_the_o
     iface = PrefInterface(PrefInterfaceConfig(max_segs=10, seed=0, undo_limit=10),
                           person, out, journal=JournalWriter(str(tmp_path), lambda: 0))
     for i in range(6):
-        iface.add_segment(seg(i, i))
+        iface.add_clip(seg(i, i))
     for _ in range(5):
         iface.step(env_steps=0)
     first, second, on_screen, again, after = person.shown
@@ -67,7 +67,7 @@ def test_l_r_undo_e_leaves_l_and_e_and_asks_the_taken_back_pair_again_then_the_o
 def test_undo_goes_back_to_the_limit_and_no_further():
     iface = PrefInterface(PrefInterfaceConfig(max_segs=20, seed=0, undo_limit=2), SyntheticLabeller(), queue.Queue())
     for i in range(8):
-        iface.add_segment(seg(i, i))
+        iface.add_clip(seg(i, i))
     asked = [iface.chooser.pick() for _ in range(3)]
     for a, b in asked:
         iface.ask(a, b)
@@ -86,7 +86,7 @@ def test_an_undo_with_nothing_to_take_back_asks_the_pair_on_screen_again_and_los
     person = Scripted([UNDO, 1.0])
     iface = PrefInterface(PrefInterfaceConfig(max_segs=10, seed=0, undo_limit=10), person, queue.Queue())
     for i in range(4):
-        iface.add_segment(seg(i, i))
+        iface.add_clip(seg(i, i))
     iface.step(0)
     iface.step(0)
     assert person.shown[0] == person.shown[1] and (iface.n_asked, iface.recorder.next_seq) == (1, 1)
@@ -101,7 +101,7 @@ def test_two_teachers_agree_as_often_as_their_mistake_rates_say():
     iface = PrefInterface(PrefInterfaceConfig(max_segs=100, seed=0, second_opinion_share=1.0), labeller, out)
     rng = np.random.default_rng(0)
     for i in range(100):
-        iface.add_segment(seg(i, float(rng.integers(0, 4))))  # returns 0-3: a quarter of the pairs tie
+        iface.add_clip(seg(i, float(rng.integers(0, 4))))  # returns 0-3: a quarter of the pairs tie
     for _ in range(2000):
         iface.ask(*iface.chooser.pick())
     seconds = [r for r in out.queue if isinstance(r, SecondAnswer)]
@@ -110,7 +110,7 @@ def test_two_teachers_agree_as_often_as_their_mistake_rates_say():
     assert {r.labeller for r in seconds} | {r.labeller for r in firsts.values()} == {"synthetic:careful",
                                                                                      "synthetic:hasty"}
     assert all(firsts[r.seq].labeller != r.labeller for r in seconds)  # a second opinion is someone else's
-    returns = {s.clip_id: s.rewards.sum() for s in iface.chooser.segments.values()}
+    returns = {s.clip_id: s.rewards.sum() for s in iface.chooser.clips.values()}
     ties = np.mean([returns[f.clip_id_a] == returns[f.clip_id_b] for f in firsts.values()])
     implied = ties + (1 - ties) * 0.7
     (a, b, n, same, rate), = iface.recorder.ledger.agreement.rows()
@@ -124,7 +124,7 @@ def test_taking_back_a_second_answer_leaves_the_first_and_the_agreement_without_
     asking = PrefInterfaceConfig(max_segs=10, seed=0, second_opinion_share=1.0, undo_limit=5)
     iface = PrefInterface(asking, labeller, out)
     for i in range(4):
-        iface.add_segment(seg(i, i))
+        iface.add_clip(seg(i, i))
     iface.ask(*iface.chooser.pick())
     second = next(r for r in out.queue if isinstance(r, SecondAnswer))
     assert iface.recorder.ledger.agreement.n_pairs == 1

@@ -23,7 +23,7 @@ from benchmarks.measured_envs import make_env, one_thread, run_per_env
 from drlhp import HumanPreferencesEnvWrapper, PrefBuffer
 from drlhp.clips.clip import Clip
 from drlhp.clips.frames import frames_to_net_input, infer_frame_spec
-from drlhp.reward.predictor import NetConfig, build_reward_net, preference_loss, segment_returns
+from drlhp.reward.predictor import NetConfig, build_reward_net, clip_returns, preference_loss
 
 BATCH, LENGTH, N_SEGMENTS, N_PREFS = 16, 25, 200, 600
 SAME_AS_BARE = dict(ensemble_size=1, reward_predictor_batch_size=BATCH, reward_predictor_lr=3e-4,
@@ -45,7 +45,7 @@ def bare_loop_pairs_per_s(segments, spec, n_steps: int, rng) -> float:
     def step():
         idx = rng.integers(0, N_PREFS, BATCH)
         both = np.concatenate([frames[pairs[idx, 0]], frames[pairs[idx, 1]]]).reshape(-1, *spec.shape)
-        returns = segment_returns(net, frames_to_net_input(both, spec), 2 * BATCH)[:, 0]  # one member
+        returns = clip_returns(net, frames_to_net_input(both, spec), 2 * BATCH)[:, 0]  # one member
         loss = preference_loss(returns[:BATCH], returns[BATCH:], torch.from_numpy(labels[idx]))
         opt.zero_grad(set_to_none=True)
         loss.backward()

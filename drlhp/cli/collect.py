@@ -51,6 +51,8 @@ def load_policy(path: str, algo: str) -> Callable[[np.ndarray], np.ndarray]:
     if algo not in SB3_ALGOS:
         raise ConfigError(f"--algo must be one of {SB3_ALGOS}, got {algo!r}")
     try:
+        import drlhp.frontends.quiet_gym  # noqa: F401  (before SB3, which imports gym)
+
         sb3 = importlib.import_module("stable_baselines3")
     except ImportError as e:
         raise MissingExtraError('--policy needs Stable-Baselines3: pip install "drlhp[sb3]"') from e

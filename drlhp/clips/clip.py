@@ -72,7 +72,7 @@ class PackedClip:
     @classmethod
     def from_packed(cls, clip_id: int, data: bytes, shape: tuple, dtype: np.dtype, rewards: np.ndarray,
                     episode: int = -1, env_index: int = 0) -> PackedClip:
-        """A segment from already packed frames (as ``packed_frames`` gave them, e.g. read from a file)."""
+        """A clip from already packed frames (as ``packed_frames`` gave them, e.g. read from a file)."""
         clip = cls.__new__(cls)
         clip.clip_id, clip.rewards, clip.episode, clip.env_index = clip_id, rewards, episode, env_index
         clip._data, clip._shape, clip._dtype = data, tuple(shape), np.dtype(dtype)

@@ -12,10 +12,10 @@ log = logging.getLogger("drlhp")
 
 
 class ClipBuilder:
-    """Accumulates frames and rewards; hands back a full segment every ``length`` steps.
+    """Accumulates frames and rewards; hands back a full clip every ``length`` steps.
 
-    A segment never spans two episodes: ``end_episode()`` discards the frames of
-    an unfinished segment (the "short tail"), so every segment has exactly
+    A clip never spans two episodes: ``end_episode()`` discards the frames of
+    an unfinished clip (the "short tail"), so every clip has exactly
     ``length`` frames and every pair compares clips of equal duration.
     """
 
@@ -30,7 +30,7 @@ class ClipBuilder:
     def add(self, frame: np.ndarray, reward: float,
             display: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray | None] | None:
         """Add one step (with what a person is shown of it, if the builder keeps that). Returns
-        ``(frames, rewards, display)`` when a segment is complete (``display`` None unless kept).
+        ``(frames, rewards, display)`` when a clip is complete (``display`` None unless kept).
 
         The returned arrays are the builder's own buffers: copy them before the
         next ``add()``.

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+import drlhp.frontends.quiet_gym  # noqa: F401  (before SB3, which imports gym)
 from drlhp.errors import MissingExtraError  # before the optional import, to name the extra it needs
 
 try:

@@ -18,15 +18,16 @@ import time
 from typing import Any, Callable
 
 import numpy as np
-from stable_baselines3.common.buffers import DictReplayBuffer, ReplayBuffer
-from stable_baselines3.common.callbacks import BaseCallback
-from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper, VecNormalize, VecTransposeImage
 
 from drlhp.errors import ConfigError, UsageError
 from drlhp.frontends.base import RELABEL_CHUNK
-from drlhp.frontends.sb3 import HumanPreferencesVecEnvWrapper
+from drlhp.frontends.sb3 import HumanPreferencesVecEnvWrapper  # first: it quiets gym and names a missing extra
 from drlhp.reward.predictor import RewardPredictor
 from drlhp.reward.relabel_bound import DEFAULT_MAX_TIME_SHARE, check_max_time_share, next_allowed
+
+from stable_baselines3.common.buffers import DictReplayBuffer, ReplayBuffer  # isort: skip  (after the wrapper's import)
+from stable_baselines3.common.callbacks import BaseCallback  # isort: skip
+from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper, VecNormalize, VecTransposeImage  # isort: skip
 
 
 class RelabelReplayBuffer(BaseCallback):

@@ -1,8 +1,8 @@
-"""Preference databases: labelled pairs of segments, their train/validation split, and files.
+"""Preference databases: labelled pairs of clips, their train/validation split, and files.
 
 File format (``train.pkl.gz`` / ``val.pkl.gz``, names kept from the original
 drlhp): a gzip stream of consecutive NumPy ``.npy`` records -- a JSON header,
-the segment ids and rewards, the preferences, then each segment's frames. It is
+the clip ids and rewards, the labels, then each clip's frames. It is
 read with ``allow_pickle=False``, so loading a file cannot run code from it.
 Each clip's frames are stored as held in memory, zlib-compressed (a uint8
 record; the gzip layer does not compress again), so a snapshot of a full Pong
@@ -50,10 +50,10 @@ DEFAULT_VAL_FRACTION = 0.2
 
 
 class PrefDB:
-    """Labelled segment pairs, oldest evicted first once ``maxlen`` pairs are held.
+    """Labelled pairs of clips, oldest evicted first once ``maxlen`` pairs are held.
 
-    A segment is stored once however many pairs it appears in (pairs hold ids;
-    segments are reference-counted and dropped with their last pair), with its
+    A clip is stored once however many pairs it appears in (pairs hold ids;
+    clips are reference-counted and dropped with their last pair), with its
     frames compressed (``PackedClip``): a minibatch unpacks only its own clips.
     Per pair, parallel columns (kept in step on eviction and removal) say who answered,
     how fast, the run's number of the label, and a second labeller's answer if any.
@@ -235,7 +235,7 @@ class PrefDB:
             raise _format_error(path, "labels must be 0, 0.5 or 1")
         answers = _read_answers(f, path, header, labels)
         if n_seg and rewards.shape != (n_seg, header["segment_shape"][0]):
-            raise _format_error(path, "rewards do not match the segment length")
+            raise _format_error(path, "rewards do not match the clip length")
         segments: dict[int, PackedClip] = {}
         shape = tuple(header["segment_shape"] or ())
         dtype = np.dtype(header["frame_dtype"] or "u1")
@@ -245,15 +245,15 @@ class PrefDB:
             record, clip_rewards = _read(f), rewards[k].astype(np.float64)
             data = record.tobytes()
             if record.dtype != np.uint8 or len(zlib.decompress(data)) != int(np.prod(shape)) * dtype.itemsize:
-                raise _format_error(path, f"segment {clip_id}'s frames do not unpack to shape {shape}, dtype {dtype}")
+                raise _format_error(path, f"clip {clip_id}'s frames do not unpack to shape {shape}, dtype {dtype}")
             segments[clip_id] = PackedClip.from_packed(clip_id, data, shape, dtype, clip_rewards)
         if f.read(1):
-            raise _format_error(path, "unexpected data after the last segment")
+            raise _format_error(path, "unexpected data after the last clip")
         db = cls(maxlen if maxlen is not None else int(header["maxlen"]))
         for (a, b), labeller, secs, seq, first, second_by, second, second_secs in zip(
                 pair_ids.tolist(), *(column.tolist() for column in answers)):
             if a not in segments or b not in segments:
-                raise _format_error(path, f"a preference refers to missing segment {a} or {b}")
+                raise _format_error(path, f"a label refers to missing clip {a} or {b}")
             db.append(segments[a], segments[b], first, labeller, secs, seq)
             if second_by:
                 db._set_second(len(db) - 1, second_by, second, second_secs)
@@ -421,7 +421,7 @@ class PrefBuffer:
         return self.db_for(seq).set_second(seq, labeller, label, seconds)
 
     @property
-    def segment_ids(self) -> set[int]:
+    def clip_ids(self) -> set[int]:
         """Ids of every clip held, in training and validation pairs."""
         return set(self.train_db.segments) | set(self.val_db.segments)
 

@@ -87,10 +87,10 @@ class LabelStore:
         return buffer
 
     def _check_clips(self, buffer: PrefBuffer, source: str | None) -> None:
-        segments = {**buffer.train_db.segments, **buffer.val_db.segments}
-        if not segments:
+        clips = {**buffer.train_db.segments, **buffer.val_db.segments}
+        if not clips:
             return
-        _, shape, dtype = next(iter(segments.values())).packed_frames
+        _, shape, dtype = next(iter(clips.values())).packed_frames
         spec, length = self.config.frame_spec, self.config.clip_length
         settings = "env and obs_transform_func" if length is None else "env, obs_transform_func and segment_length"
         check_format(f"The labels in {source} are of clips", shape, dtype, "this run makes clips",
@@ -111,7 +111,7 @@ class LabelStore:
     @property
     def next_clip_id(self) -> int:
         """A clip id past every clip the run has: where the interface's numbering of new clips starts."""
-        return max(self.buffer.segment_ids, default=-1) + 1
+        return max(self.buffer.clip_ids, default=-1) + 1
 
     @property
     def next_seq(self) -> int:
@@ -123,7 +123,7 @@ class LabelStore:
         """Take one record of the interface's stream: a clip, a label of two clips it sent, a clip forgotten, a
         label (or second answer) taken back, or a second answer."""
         if isinstance(record, ClipData):
-            self._clips[record.segment.clip_id] = record.segment
+            self._clips[record.clip.clip_id] = record.clip
         elif isinstance(record, ForgetClip):
             del self._clips[record.clip_id]
         elif isinstance(record, Preference):

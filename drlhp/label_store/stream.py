@@ -14,7 +14,7 @@ from drlhp.clips.clip import PackedClip
 class ClipData(NamedTuple):
     """A clip, compressed, sent once, before the first label that uses it."""
 
-    segment: PackedClip
+    clip: PackedClip
 
 
 class ForgetClip(NamedTuple):

@@ -46,7 +46,7 @@ from drlhp.labelling.schedule import LabelSchedule
 log = logging.getLogger("drlhp.interface")
 
 #: Clips of an env's latest episode kept to show a person the whole episode (a labeller with ``show_episode``).
-EPISODE_SEGMENTS = 40
+EPISODE_CLIPS = 40
 
 
 @dataclass(frozen=True)
@@ -93,7 +93,7 @@ class PrefInterface:
         # While a person thinks, clips keep arriving; they join the buffer after the answer, so a clip on screen is
         # never forgotten in the middle of its question. Older ones than the buffer holds would be evicted at once.
         self._pending: deque[Clip] = deque(maxlen=config.max_segs)
-        self._episodes = EpisodeTracker(EPISODE_SEGMENTS)
+        self._episodes = EpisodeTracker(EPISODE_CLIPS)
         self._owed = 0.0  # pairs it may still ask about, earned by new clips
         self._rng = random.Random(config.seed)  # which answered pairs get a second opinion
 
@@ -106,14 +106,14 @@ class PrefInterface:
         if finished and self._watcher is not None:
             self._watcher.show_episode([f for s in finished for f in s.shown])
 
-    def add_segment(self, clip: Clip) -> None:
+    def add_clip(self, clip: Clip) -> None:
         """Put a clip in the buffer now; the trainer may let go of those it evicts."""
         for clip_id in self.chooser.add(clip):
             self.recorder.forget(clip_id)
 
     def _take_in_pending(self) -> None:
         for clip in self._pending:
-            self.add_segment(clip)
+            self.add_clip(clip)
             self._owed += self.labeller.pairs_per_segment or 0
         self._pending.clear()
 
@@ -226,7 +226,7 @@ class PrefInterface:
         out with a labeller (web) is forgotten then."""
         recorded = self.recorder.record(a, b, label, labeller, seconds)
         for clip in (a, b):
-            if clip.clip_id not in self.chooser.segments:
+            if clip.clip_id not in self.chooser.clips:
                 self.recorder.forget(clip.clip_id)
         return recorded
 
@@ -259,18 +259,18 @@ def _web_recorded(answer: Answer) -> Recorded:
 
 
 class EpisodeTracker:
-    """Collects the (latest ``max_segments``) segments of each env's current episode.
+    """Collects the (latest ``max_clips``) clips of each env's current episode.
 
-    ``add`` hands back an env's episode once the first segment of its next episode
-    arrives: segments of several envs interleave, so each env is followed apart.
+    ``add`` hands back an env's episode once the first clip of its next episode
+    arrives: clips of several envs interleave, so each env is followed apart.
     """
 
-    def __init__(self, max_segments: int) -> None:
-        self.max_segments = max_segments
+    def __init__(self, max_clips: int) -> None:
+        self.max_clips = max_clips
         self.current: dict[int, deque[Clip]] = {}
 
     def add(self, clip: Clip) -> list[Clip] | None:
-        current = self.current.setdefault(clip.env_index, deque(maxlen=self.max_segments))
+        current = self.current.setdefault(clip.env_index, deque(maxlen=self.max_clips))
         finished = None
         if current and clip.episode != current[-1].episode:
             finished = list(current)

@@ -15,29 +15,29 @@ from drlhp.labelling.pair_selection import DEFAULT_N_CANDIDATES, DisagreementSco
 
 
 class PairChooser:
-    """The clips that may be paired (``segments``, oldest first) and the choice among their pairs."""
+    """The clips that may be paired (``clips``, oldest first) and the choice among their pairs."""
 
     def __init__(self, max_segs: int, seed: int | None = None, n_candidate_pairs: int = DEFAULT_N_CANDIDATES,
                  scorer: DisagreementScorer | None = None) -> None:
         if max_segs < 2:
             raise ConfigError(f"max_segs must be >= 2 to form pairs, got {max_segs}")
         self.max_segs, self.n_candidate_pairs, self.scorer = max_segs, n_candidate_pairs, scorer
-        self.segments: OrderedDict[int, Clip] = OrderedDict()
+        self.clips: OrderedDict[int, Clip] = OrderedDict()
         self._asked: set[tuple[int, int]] = set()
         self._again: list[tuple[Clip, Clip]] = []  # pairs to ask before any other, the next on top
         self._rng = random.Random(seed)
 
     def add(self, clip: Clip) -> list[int]:
         """Put a clip in the buffer; returns the ids of the oldest it evicted past ``max_segs``."""
-        self.segments[clip.clip_id] = clip
+        self.clips[clip.clip_id] = clip
         evicted = []
-        while len(self.segments) > self.max_segs:
-            old_id, _ = self.segments.popitem(last=False)
+        while len(self.clips) > self.max_segs:
+            old_id, _ = self.clips.popitem(last=False)
             if self.scorer is not None:
                 self.scorer.forget(old_id)
             evicted.append(old_id)
         if len(self._asked) > 4 * self.max_segs:
-            oldest = next(iter(self.segments))
+            oldest = next(iter(self.clips))
             self._asked = {p for p in self._asked if p[0] >= oldest}
         return evicted
 
@@ -48,13 +48,13 @@ class PairChooser:
         candidates = self.candidate_pairs(self.n_candidate_pairs if self.scorer is not None else 1)
         if self.scorer is not None and candidates:
             self.scorer.poll()
-            self.scorer.refresh(list(self.segments.values()), self.scorer.max_new_per_pick)
+            self.scorer.refresh(list(self.clips.values()), self.scorer.max_new_per_pick)
             return self.scorer.most_disagreed(candidates) or candidates[0]
         return candidates[0] if candidates else None
 
     def candidate_pairs(self, n: int) -> list[tuple[Clip, Clip]]:
-        """Up to ``n`` distinct random pairs of distinct segments not asked about before."""
-        ids = list(self.segments)
+        """Up to ``n`` distinct random pairs of distinct clips not asked about before."""
+        ids = list(self.clips)
         if len(ids) < 2:
             return []
         keys: set[tuple[int, int]] = set()
@@ -67,7 +67,7 @@ class PairChooser:
         if not keys:  # nearly every pair was asked: look at them all
             unasked = [(a, b) for i, a in enumerate(ids) for b in ids[i + 1:] if _key(a, b) not in self._asked]
             keys = set(self._rng.sample(unasked, min(n, len(unasked))))
-        return [(self.segments[a], self.segments[b]) for a, b in keys]
+        return [(self.clips[a], self.clips[b]) for a, b in keys]
 
     def mark_asked(self, a: Clip, b: Clip) -> None:
         """Never pick the pair again."""
@@ -85,7 +85,7 @@ class PairChooser:
         """Load a newer ensemble checkpoint if there is one; score up to ``limit`` clips with it (idle time's work)."""
         if self.scorer is not None:
             self.scorer.poll()
-            self.scorer.refresh(list(self.segments.values()), limit)
+            self.scorer.refresh(list(self.clips.values()), limit)
 
 
 def _key(a: int, b: int) -> tuple[int, int]:

@@ -71,13 +71,13 @@ class DisagreementScorer:
         self.predictor = predictor
         self._generation += 1
 
-    def refresh(self, segments: Sequence[Clip], limit: int) -> int:
+    def refresh(self, clips: Sequence[Clip], limit: int) -> int:
         """Evaluate up to ``limit`` clips without a current-generation return, newest first; returns how many."""
         if not self.ready:
             return 0
         predictor = self.predictor
         assert predictor is not None  # ready
-        todo = [s for s in reversed(segments) if self._returns.get(s.clip_id, (-1,))[0] != self._generation][:limit]
+        todo = [s for s in reversed(clips) if self._returns.get(s.clip_id, (-1,))[0] != self._generation][:limit]
         for clip in todo:
             self._returns[clip.clip_id] = (self._generation, predictor.member_rewards(clip.frames).sum(axis=0))
         return len(todo)

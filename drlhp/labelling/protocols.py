@@ -1,6 +1,6 @@
-"""Who answers "which of these two segments is better?".
+"""Who answers "which of these two clips is better?".
 
-A labeller returns the probability that segment ``a`` is preferred: 1.0 (a is
+A labeller returns the probability that clip ``a`` is preferred: 1.0 (a is
 better), 0.0 (b is better), 0.5 (equally good), or ``None`` when the pair is
 incomparable (nothing is recorded). What else a labeller can do is declared by the
 protocols below, and the preference interface asks a labeller only what its protocols

@@ -181,9 +181,9 @@ class Learner:
         """For pseudo-labels: each member's new pairings of the training clips, ``(M, batch, length, ...)`` each."""
         if self.config.augmentation.pseudo_label_threshold is None:
             return None
-        segments = list(db.segments.values())
-        pick = self.rng.integers(0, len(segments), size=(self.optimiser.n_members, self.config.batch_size, 2))
-        unpacked = {i: segments[i].frames for i in np.unique(pick)}
+        clips = list(db.segments.values())
+        pick = self.rng.integers(0, len(clips), size=(self.optimiser.n_members, self.config.batch_size, 2))
+        unpacked = {i: clips[i].frames for i in np.unique(pick)}
         frames = np.stack([unpacked[i] for i in pick.ravel()]).reshape(*pick.shape, *unpacked[pick.flat[0]].shape)
         return frames[:, :, 0], frames[:, :, 1]
 
@@ -300,16 +300,16 @@ def fit_normaliser(predictor: RewardPredictor, db: PrefDB, n_clips: int, scale: 
 def sample_member_rewards(predictor: RewardPredictor, db: PrefDB, n_clips: int,
                           rng: np.random.Generator) -> np.ndarray:
     """Each member's raw reward ``(N, M)`` on every frame of ``n_clips`` random clips of ``db`` (all if fewer)."""
-    segments = list(db.segments.values())
-    pick = rng.choice(len(segments), min(len(segments), n_clips), replace=False)
-    lengths = [segments[i].packed_frames[1][0] for i in pick]
+    clips = list(db.segments.values())
+    pick = rng.choice(len(clips), min(len(clips), n_clips), replace=False)
+    lengths = [clips[i].packed_frames[1][0] for i in pick]
     # Clips unpacked a forward pass at a time: the frames of all 512 Atari clips would take 360 MB at once, and
     # more clips than a pass takes would only be more frames unpacked at once; the rewards go into one array made
     # first, as in member_rewards (docs/benchmarks.md, "Memory").
     chunk = max(1, predictor.forward_batch // max(lengths, default=1))
     rewards, start = np.empty((sum(lengths), predictor.n_members)), 0
     for j in range(0, len(pick), chunk):
-        frames = np.concatenate([segments[i].frames for i in pick[j:j + chunk]])
+        frames = np.concatenate([clips[i].frames for i in pick[j:j + chunk]])
         rewards[start:start + len(frames)] = predictor.member_rewards(frames)
         start += len(frames)
     return rewards

@@ -16,12 +16,12 @@ from drlhp.reward.predictor import (
     FORWARD_INPUT_BYTES,
     RewardPredictor,
     _why_unreadable,  # the checkpoint's wording, for the file beside it
+    clip_returns,
     frame_input_bytes,
     member_input,
     members_input,
     preference_accuracy,
     preference_loss,
-    segment_returns,
 )
 from drlhp.storage.files import atomic_write
 
@@ -134,7 +134,7 @@ class RewardOptimiser:
         x = frames_to_net_input(both, self.predictor.config.frame_spec).to(self.predictor.device)
         if self.augmentation.shift and x.dim() == 4:
             x = random_shift(x, frames_a.shape[2], self.augmentation.shift, self.generator)
-        returns = segment_returns(self.predictor.net, members_input(x.view(m, -1, *x.shape[1:])), 2 * n)
+        returns = clip_returns(self.predictor.net, members_input(x.view(m, -1, *x.shape[1:])), 2 * n)
         return returns[:n].T, returns[n:].T
 
     def _shared_returns(self, frames_a: np.ndarray, frames_b: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
@@ -143,7 +143,7 @@ class RewardOptimiser:
         both = np.concatenate([frames_a, frames_b]).reshape(-1, *frames_a.shape[2:])
         x = member_input(frames_to_net_input(both, self.predictor.config.frame_spec).to(self.predictor.device),
                          self.n_members)
-        returns = segment_returns(self.predictor.net, x, 2 * n)
+        returns = clip_returns(self.predictor.net, x, 2 * n)
         return returns[:n], returns[n:]
 
     def _passes(self, n: int, clip_length: int) -> Iterator[slice]:

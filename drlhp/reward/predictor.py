@@ -210,10 +210,10 @@ def _channels_last(x: torch.Tensor) -> torch.Tensor:
     return x.contiguous(memory_format=torch.channels_last) if x.dim() == 4 else x
 
 
-def segment_returns(net: nn.Module, frames: torch.Tensor, n_segments: int) -> torch.Tensor:
-    """Each member's sum of per-frame rewards: net input of (n_segments * length) frames -> (n_segments, M)."""
+def clip_returns(net: nn.Module, frames: torch.Tensor, n_clips: int) -> torch.Tensor:
+    """Each member's sum of per-frame rewards: net input of (n_clips * length) frames -> (n_clips, M)."""
     out = net(frames)
-    return out.view(n_segments, -1, out.shape[-1]).sum(dim=1)
+    return out.view(n_clips, -1, out.shape[-1]).sum(dim=1)
 
 
 def preference_loss(returns_a: torch.Tensor, returns_b: torch.Tensor, labels: torch.Tensor,

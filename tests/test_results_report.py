@@ -467,3 +467,25 @@ def test_the_pace_sentence_is_the_records_mean_and_spread_as_labels_an_hour(tmp_
     assert "every 3.00 s on average (2.50-3.50 s over 3 labels, 2.50 s of it watching)" in sentence
     assert "at most 1,200 labels an hour, and 1,000 labels in no less than 50 minutes" in sentence
     assert results_report.pace_sentence(tmp_path / "none.json") == "Not measured yet."
+
+
+def test_the_sac_sentences_in_words_hold_for_the_records():
+    """What docs/results.md says in words of the SAC runs (no digits for the numbers' test to check), against the
+    records: if a new record breaks a claim, the page must change with it."""
+    text = " ".join(results_report.DOCS.read_text().split())
+    records = read_records()
+    arms = {t: results_report.results(records, t) for t in ("halfcheetah_sac", "hopper_sac")}
+
+    def by_seed(task: str, arm: str) -> dict[int, float]:
+        return {r["seed"]: float(s) for r, s in zip(arms[task][arm].records, arms[task][arm].scores)}
+
+    assert "every drlhp run ended above every true-reward run" in text
+    cheetah = arms["halfcheetah_sac"]
+    assert min(cheetah["drlhp"].scores) > max(cheetah["true_reward"].scores)
+    assert ("without it (`--no-relabel`), each seed of both tasks scored lower than the same seed relabelled, the "
+            "arms' ranges do not overlap") in text
+    for task in arms:
+        relabelled, not_relabelled = by_seed(task, "drlhp"), by_seed(task, "no-relabel")
+        assert set(not_relabelled) <= set(relabelled) and len(not_relabelled) >= 3
+        assert all(not_relabelled[s] < relabelled[s] for s in not_relabelled)
+        assert max(not_relabelled.values()) < min(relabelled.values())

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import re
 import sys
 import textwrap
@@ -50,7 +51,8 @@ from benchmarks.report.run_records import RESULTS, ROOT, Record, read_csv, read_
 DOCS = ROOT / "docs" / "results.md"
 HISTORY = ROOT / "docs" / "history.md"
 #: The pages with generated blocks: <!-- report:NAME --> ... <!-- /report -->.
-PAGES = (DOCS, HISTORY, ROOT / "README.md", ROOT / "docs" / "labelling.md", ROOT / "docs" / "datasets.md")
+PAGES = (DOCS, HISTORY, ROOT / "README.md", ROOT / "docs" / "labelling.md", ROOT / "docs" / "datasets.md",
+         ROOT / "docs" / "getting-started.md")
 #: The labelling page's pace, measured by benchmarks/experiments/web_labelling_pace.py.
 PACE = RESULTS / "labelling_pace" / "pong_web.json"
 IMAGES = ROOT / "docs" / "images"
@@ -589,6 +591,25 @@ def movingdot_sentence(records: list[Record], per_task: dict[str, dict[str, Arm]
             f"{changed[1:]} ({link}).")
 
 
+def mainjob_sentence(records: list[Record]) -> str:
+    """What the README's main job (``examples/moving_dot_ppo.py``, as it is run: no arguments but the seed) takes and
+    prints, from its drlhp records with today's defaults: the minutes, and the true episode return of the first and
+    the last ``WINDOW`` episodes, as means over the runs."""
+    runs = sorted((r for r in records if r["task"] == "moving_dot" and r["arm"] == "drlhp" and r["defaults"]),
+                  key=lambda r: r["seed"])
+    if not runs:
+        return "No run of the main job is recorded yet."
+    first = np.mean([r.curve()["true_episode_return"][:WINDOW].mean() for r in runs])
+    last = np.mean([r.curve()["true_episode_return"][-WINDOW:].mean() for r in runs])
+    seconds = [r["wall_time_s"] for r in runs]
+    minutes = f"{math.floor(min(seconds) / 60)}–{math.ceil(max(seconds) / 60)}"
+    return (f"After the install it takes about {minutes.removeprefix('0–')} minutes on 2 CPU cores and prints the "
+            f"true episode return rising from about {first:.0f} to about {last:.0f} (its first and last {WINDOW} "
+            f"episodes; seed{'s' * (len(runs) > 1)} {and_list([str(r['seed']) for r in runs])}, "
+            f"{and_list([f'{s:.0f} s' for s in seconds])}: {', '.join(f'`{r.name}`' for r in runs)}), and the "
+            "labels it used.")
+
+
 def label_noise_table(root: Path = RESULTS) -> str:
     """The offline measure of a fallible teacher (``benchmarks/experiments/label_noise.py``): each task's logged
     means over the seeds, with the lowest and highest, as a table; from the seeds' own rows, on how many a variant's
@@ -651,6 +672,7 @@ def tables(records: list[Record]) -> dict[str, str]:
         # README.md's
         "readme": readme_sentence(per_task),
         "fallible": fallible_sentence(per_task),
+        "mainjob": mainjob_sentence(records),  # and docs/getting-started.md's
         "readmemovingdot": movingdot_sentence(records, per_task,
                                               "[Results](docs/results.md#movingdot-with-the-target-at-random)"),
         # docs/results.md's

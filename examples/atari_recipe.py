@@ -41,14 +41,18 @@ class BlankScore(gymnasium.ObservationWrapper):
         return observation
 
 
-def make_atari(env_id: str, n_envs: int, seed: int, life_loss_penalty: float = 0.0) -> VecEnv:
+def make_atari(env_id: str, n_envs: int, seed: int, life_loss_penalty: float = 0.0,
+               life_ends_episode: bool = True) -> VecEnv:
     """SB3's ``make_atari_env`` (Monitor, then ``AtariWrapper``), the score blanked, then 4 frames stacked;
-    with ``life_loss_penalty``, each life lost costs that many points in the reward drlhp's teacher counts."""
+    with ``life_loss_penalty``, each life lost costs that many points in the reward drlhp's teacher counts.
+    ``life_ends_episode``: SB3's recipe, each life lost ends an episode for the agent -- and so for drlhp, whose clips
+    never span two episodes: the last steps of each life are then in no clip
+    (``benchmarks/experiments/lives_in_clips.py``); False: only the game's end does, as in Christiano et al."""
     gymnasium.register_envs(ale_py)
     rows = SCORE_ROWS.get(env_id, 0)
 
     def atari_wrapper(env: gymnasium.Env) -> gymnasium.Env:
-        env = BlankScore(AtariWrapper(env), rows)
+        env = BlankScore(AtariWrapper(env, terminal_on_life_loss=life_ends_episode), rows)
         return LifeLossPenalty(env, life_loss_penalty) if life_loss_penalty else env
 
     # NoFrameskip: SB3's AtariWrapper skips 4 frames itself (ALE/Pong-v5 would skip 4 x 4).

@@ -16,7 +16,7 @@ Every stage is kept under ``--out`` and skipped when it is there: run the same c
 datasets live in ``<out>/datasets`` (``MINARI_DATASETS_PATH``).
 
     pip install -e ".[examples,mujoco,offline]"
-    python examples/halfcheetah_sac.py --true-reward --keep-agents --log-dir runs/hc_sac   # the agents (hours)
+    python examples/halfcheetah_sac.py --true-reward --keep-agents --total-timesteps 100000 --log-dir runs/hc_sac
     python examples/halfcheetah_offline_iql.py --agents runs/hc_sac/agent --out runs/hc_iql
 """
 from __future__ import annotations

@@ -41,3 +41,15 @@ def test_each_life_lost_costs_the_teachers_reward_the_penalty_and_the_recorded_s
     assert lives_ended.sum() >= 4, "too few lives lost to tell"  # AtariWrapper ends an episode at each life lost
     assert np.array_equal(teachers - score, np.where(lives_ended, -2.5, 0.0))
     assert games and games_too == games  # SB3's Monitor, inside: the game's own score and length, unchanged
+
+
+def test_a_death_is_in_a_clip_only_when_a_life_lost_does_not_end_the_episode():
+    """With SB3's recipe a life lost ends the episode, and the clip being cut is dropped with it: the teacher and the
+    reward network almost never see a death. With life_ends_episode=False the clips hold them."""
+    from benchmarks.experiments.lives_in_clips import lives_in_clips
+
+    lost, seen = lives_in_clips("BreakoutNoFrameskip-v4", 1_600, life_ends_episode=True)
+    lost_spanned, seen_spanned = lives_in_clips("BreakoutNoFrameskip-v4", 1_600, life_ends_episode=False)
+    assert lost >= 10 and lost_spanned >= 10  # a random policy loses lives quickly
+    assert seen <= lost // 5  # only a life that lasted a whole number of clips
+    assert seen_spanned >= lost_spanned // 2

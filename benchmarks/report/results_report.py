@@ -52,7 +52,7 @@ DOCS = ROOT / "docs" / "results.md"
 HISTORY = ROOT / "docs" / "history.md"
 #: The pages with generated blocks: <!-- report:NAME --> ... <!-- /report -->.
 PAGES = (DOCS, HISTORY, ROOT / "README.md", ROOT / "docs" / "labelling.md", ROOT / "docs" / "datasets.md",
-         ROOT / "docs" / "getting-started.md")
+         ROOT / "docs" / "getting-started.md", ROOT / "docs" / "examples.md")
 #: The labelling page's pace, measured by benchmarks/experiments/web_labelling_pace.py.
 PACE = RESULTS / "labelling_pace" / "pong_web.json"
 IMAGES = ROOT / "docs" / "images"
@@ -610,6 +610,26 @@ def mainjob_sentence(records: list[Record]) -> str:
             "labels it used.")
 
 
+def lives_sentence(log: Path = RESULTS / "atari_lives" / "lives_in_clips.log") -> str:
+    """How many lost lives fall inside a clip, with a life lost ending the agent's episode and without
+    (``benchmarks/experiments/lives_in_clips.py``'s log)."""
+    if not log.exists():
+        return "Not measured yet."
+    rows = [line.split() for line in log.read_text().splitlines()[3:] if line.strip()]
+    counts = {(game, ends == "True"): (int(lost), int(seen)) for game, ends, lost, seen, _ in rows}
+
+    def shares(ends: bool) -> str:
+        return and_list([f"{counts[g, e][1]:,} of {counts[g, e][0]:,} on {g.removesuffix('NoFrameskip-v4')}"
+                         for g, e in counts if e == ends])
+
+    return (f"The recipe ends the agent's episode at each life lost, and drlhp's clip with it, so a life's last steps "
+            f"are in a clip only when the life lasted a whole number of clips: of the lives a random policy lost, "
+            f"{shares(True)} fell inside a clip. Neither the labels, this penalty nor the reward network sees a "
+            f"death. With a life lost not ending the episode (`make_atari(..., life_ends_episode=False)`, the "
+            f"paper's handling; no run of it yet), {shares(False)} did "
+            f"(`benchmarks/experiments/lives_in_clips.py`; the log in `benchmarks/results/atari_lives/`).")
+
+
 def label_noise_table(root: Path = RESULTS) -> str:
     """The offline measure of a fallible teacher (``benchmarks/experiments/label_noise.py``): each task's logged
     means over the seeds, with the lowest and highest, as a table; from the seeds' own rows, on how many a variant's
@@ -693,6 +713,7 @@ def tables(records: list[Record]) -> dict[str, str]:
         "offline": "\n\n".join(filter(None, [main_table(per_task, "offline"), targets_sentence(per_task, "offline")])),
         "levers": levers_table(records, per_task),  # docs/history.md's
         "labelnoise": label_noise_table(),
+        "lives": lives_sentence(),  # docs/examples.md's
         # docs/labelling.md's
         "pace": pace_sentence(),
         "random": f"Random policies' returns (0 on the normalised scale): {randoms}.",

@@ -115,6 +115,11 @@ class PreferenceConfig:
     segment_queue_size: int | None = CLIPS(None, (
         "clips in flight to the interface; when full, new ones are dropped (counted in `stats()`), never waited "
         "for. None: 8, or twice the number of envs if more"))
+    clips_span_lives: bool = CLIPS(False, (
+        "an SB3 `VecEnv` that ends an episode at each life lost (SB3's Atari recipe): a clip ends only where the game "
+        "ends, which SB3's `Monitor` marks (`info[\"episode\"]`), so clips hold the deaths a teacher should see. "
+        "Without it almost none do ([Examples](examples.md)); the agent's episodes are unchanged. Needs `Monitor` "
+        "inside the wrapper that ends a life, as `make_atari_env` and `make_vec_env` put it; the SB3 front-end only"))
 
     # Labellers
     synthetic_preferences: bool = LABELLERS(True, (

@@ -74,6 +74,7 @@ class Args:
     seed: int = drlhp_setting("seed", 0, also="the examples seed the envs and the agent with it too")
     # drlhp's settings: each flag, help and default as declared (drlhp.config), unless an example says otherwise.
     segment_length: int = drlhp_setting("segment_length")
+    clips_span_lives: bool = drlhp_setting("clips_span_lives")
     n_initial_prefs: int = drlhp_setting("n_initial_prefs")
     label_budget: int | None = drlhp_setting("label_budget", 300)
     label_schedule: str = drlhp_setting("label_schedule")

@@ -53,3 +53,44 @@ def test_a_death_is_in_a_clip_only_when_a_life_lost_does_not_end_the_episode():
     assert lost >= 10 and lost_spanned >= 10  # a random policy loses lives quickly
     assert seen <= lost // 5  # only a life that lasted a whole number of clips
     assert seen_spanned >= lost_spanned // 2
+
+
+@pytest.mark.parametrize("span", [False, True])
+def test_with_clips_span_lives_a_clip_ends_at_the_games_end_only(span):
+    """The SB3 front-end passes the pipeline the episode ends of the game, not of each life, when clips span lives."""
+    from test_pipeline_contract import Recording
+
+    from drlhp import PreferenceConfig
+    from drlhp.sb3 import HumanPreferencesVecEnvWrapper
+
+    def recording(n_envs: int) -> Recording:
+        pipeline = Recording(n_envs, np.zeros((84, 84, 4), np.uint8))
+        pipeline.config = PreferenceConfig(obs_transform_func=None, clips_span_lives=span)
+        return pipeline
+
+    venv = HumanPreferencesVecEnvWrapper(make_atari("BreakoutNoFrameskip-v4", 1, 0), pipeline_factory=recording)
+    try:
+        venv.reset()
+        rng = np.random.default_rng(0)
+        lives_lost = games = 0
+        while not games:
+            _, _, dones, infos = venv.step(rng.integers(venv.action_space.n, size=1))
+            ended = venv.pipeline.steps[-1][2]
+            if dones[0] and "episode" in infos[0]:
+                games += 1
+                assert ended[0]
+            elif dones[0]:
+                lives_lost += 1
+                assert ended[0] != span
+        assert lives_lost >= 3
+    finally:
+        venv.close()
+
+
+def test_clips_span_lives_is_refused_by_a_front_end_that_cannot_tell_a_life_from_the_game():
+    import gymnasium
+
+    from drlhp import ConfigError, HumanPreferencesEnvWrapper
+
+    with pytest.raises(ConfigError, match="clips_span_lives is for an SB3 VecEnv"):
+        HumanPreferencesEnvWrapper(gymnasium.make("drlhp/MovingDot-v0"), clips_span_lives=True)

@@ -611,23 +611,25 @@ def mainjob_sentence(records: list[Record]) -> str:
 
 
 def lives_sentence(log: Path = RESULTS / "atari_lives" / "lives_in_clips.log") -> str:
-    """How many lost lives fall inside a clip, with a life lost ending the agent's episode and without
-    (``benchmarks/experiments/lives_in_clips.py``'s log)."""
+    """How many lost lives fall inside a clip: with the recipe as it is, with clips spanning lives, and with a life
+    lost not ending the agent's episode (``benchmarks/experiments/lives_in_clips.py``'s log)."""
     if not log.exists():
         return "Not measured yet."
     rows = [line.split() for line in log.read_text().splitlines()[3:] if line.strip()]
-    counts = {(game, ends == "True"): (int(lost), int(seen)) for game, ends, lost, seen, _ in rows}
+    counts = {(game, ends == "True", span == "True"): (int(lost), int(seen))
+              for game, ends, span, lost, seen, _ in rows}
 
-    def shares(ends: bool) -> str:
-        return and_list([f"{counts[g, e][1]:,} of {counts[g, e][0]:,} on {g.removesuffix('NoFrameskip-v4')}"
-                         for g, e in counts if e == ends])
+    def shares(ends: bool, span: bool) -> str:
+        return and_list([f"{counts[g, e, s][1]:,} of {counts[g, e, s][0]:,} on {g.removesuffix('NoFrameskip-v4')}"
+                         for g, e, s in counts if (e, s) == (ends, span)])
 
     return (f"The recipe ends the agent's episode at each life lost, and drlhp's clip with it, so a life's last steps "
             f"are in a clip only when the life lasted a whole number of clips: of the lives a random policy lost, "
-            f"{shares(True)} fell inside a clip. Neither the labels, this penalty nor the reward network sees a "
-            f"death. With a life lost not ending the episode (`make_atari(..., life_ends_episode=False)`, the "
-            f"paper's handling; no run of it yet), {shares(False)} did "
-            f"(`benchmarks/experiments/lives_in_clips.py`; the log in `benchmarks/results/atari_lives/`).")
+            f"{shares(True, False)} fell inside a clip. Neither the labels, this penalty nor the reward network sees "
+            f"a death. With `--clips-span-lives` (the setting `clips_span_lives`: a clip ends at the game's end, the "
+            f"agent's episodes unchanged), {shares(True, True)} did; with a life lost not ending the agent's episode "
+            f"(`make_atari(..., life_ends_episode=False)`, the paper's handling), {shares(False, False)}. Neither has "
+            f"run yet (`benchmarks/experiments/lives_in_clips.py`; the log in `benchmarks/results/atari_lives/`).")
 
 
 def label_noise_table(root: Path = RESULTS) -> str:

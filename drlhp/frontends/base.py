@@ -31,6 +31,8 @@ class PipelineFrontEnd:
     """The user's handle on the pipeline; a front-end calls ``_start_pipeline`` in its ``__init__``."""
 
     pipeline: Pipeline
+    #: Whether it can tell a life lost from the game's end (``clips_span_lives``): the SB3 front-end, by SB3's Monitor.
+    spans_lives = False
 
     def _start_pipeline(self, single_obs: Any, n_envs: int, config: PreferenceConfig | None, kwargs: dict,
                         factory: PipelineFactory | None, render: Callable[[], Sequence[Any]] | None = None) -> None:
@@ -40,6 +42,11 @@ class PipelineFrontEnd:
         self._render: Callable[[], Sequence[Any]] | None = None
         if factory is None:
             config = PreferenceConfig.from_kwargs(config, kwargs)
+            if config.clips_span_lives and not self.spans_lives:
+                raise ConfigError(f"clips_span_lives is for an SB3 VecEnv that ends an episode at each life lost "
+                                  f"(drlhp.sb3.HumanPreferencesVecEnvWrapper); {type(self).__name__} ends a clip where "
+                                  "its env's episode ends: let that be the game's end (gymnasium's AtariPreprocessing "
+                                  "ends it there by default)")
             self._transform = config.obs_transform_func
             spec = infer_frame_spec(self._frame(single_obs))
             if _shows_renders(config, spec, render):

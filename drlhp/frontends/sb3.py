@@ -45,6 +45,8 @@ class HumanPreferencesVecEnvWrapper(PipelineFrontEnd, VecEnvWrapper):
     ``drlhp_predicted_reward``.
     """
 
+    spans_lives = True
+
     def __init__(self, venv: VecEnv, config: PreferenceConfig | None = None, *,
                  pipeline_factory: PipelineFactory | None = None, **kwargs) -> None:
         VecEnvWrapper.__init__(self, venv)
@@ -63,7 +65,8 @@ class HumanPreferencesVecEnvWrapper(PipelineFrontEnd, VecEnvWrapper):
         last_obs = {i: infos[i]["terminal_observation"] for i in np.flatnonzero(dones)}
         # A sub-env whose episode ended has reset already: its render is of the next episode's first state, its clip
         # ends with one such frame.
-        predicted = self.pipeline.step(self._frames(obs, last_obs), rewards, None, dones, self._display())
+        predicted = self.pipeline.step(self._frames(obs, last_obs), rewards, None, self._clip_ends(dones, infos),
+                                       self._display())
         for i, info in enumerate(infos):
             info[TRUE_REWARD_KEY] = float(rewards[i])
             if predicted is not None:
@@ -71,6 +74,13 @@ class HumanPreferencesVecEnvWrapper(PipelineFrontEnd, VecEnvWrapper):
         if predicted is not None:
             rewards = predicted.astype(np.float32)
         return obs, rewards, dones, infos
+
+    def _clip_ends(self, dones: np.ndarray, infos: list[dict]) -> np.ndarray:
+        """Where the sub-envs' clips end: at each episode's end, or with ``clips_span_lives`` at the game's only
+        (SB3's ``Monitor``, inside the wrapper that ends a life, puts ``info["episode"]`` there)."""
+        if not self.pipeline.config.clips_span_lives:
+            return dones
+        return np.array([done and "episode" in info for done, info in zip(dones, infos)])
 
     def close(self) -> None:
         """Stop the processes (letting the trainer save unsaved labels), then close the envs. Idempotent."""

@@ -24,6 +24,7 @@ from benchmarks.examples_path import with_examples
 from drlhp.clips.cutting import EpisodeClips
 from drlhp.clips.frames import infer_frame_spec
 from drlhp.config import PreferenceConfig
+from drlhp.frontends.sb3 import clip_ends
 
 GAMES = ("BreakoutNoFrameskip-v4", "SeaquestNoFrameskip-v4")
 N_ENVS = 8
@@ -47,7 +48,7 @@ def lives_in_clips(game: str, steps: int, life_ends_episode: bool, clips_span_li
         died = np.array([lives[i] is not None and info.get("lives", 0) < lives[i] for i, info in enumerate(infos)])
         lives = [None if done and "episode" in info else info.get("lives") for done, info in zip(dones, infos)]
         lost += int(died.sum())
-        ends = [done and (not clips_span_lives or "episode" in info) for done, info in zip(dones, infos)]
+        ends = clip_ends(dones, infos) if clips_span_lives else dones
         seen += int(sum(c.rewards.sum() for c in clips.add(observations, died.astype(float), episode_ends=ends)))
     venv.close()
     return lost, seen

@@ -31,6 +31,12 @@ from drlhp.runtime.contract import PipelineFactory
 from drlhp.runtime.stats import PipelineStats
 
 
+def clip_ends(dones, infos: list[dict]) -> np.ndarray:
+    """With ``clips_span_lives``: the sub-envs whose game ended, not only a life (SB3's ``Monitor``, inside the
+    wrapper that ends a life, puts ``info["episode"]`` at the game's end)."""
+    return np.array([bool(done) and "episode" in info for done, info in zip(dones, infos)])
+
+
 class HumanPreferencesVecEnvWrapper(PipelineFrontEnd, VecEnvWrapper):
     """Returns rewards learned from preferences over clips of all sub-envs of ``venv``.
 
@@ -52,6 +58,7 @@ class HumanPreferencesVecEnvWrapper(PipelineFrontEnd, VecEnvWrapper):
         VecEnvWrapper.__init__(self, venv)
         self._start_pipeline(venv.observation_space.sample(), venv.num_envs, config, kwargs, pipeline_factory,
                              venv.get_images if venv.render_mode == "rgb_array" else None)
+        self._clips_span_lives = self.pipeline.config.clips_span_lives  # read once, not at every step
 
     def reset(self):
         """Reset all sub-envs; their unfinished clips are dropped."""
@@ -65,8 +72,8 @@ class HumanPreferencesVecEnvWrapper(PipelineFrontEnd, VecEnvWrapper):
         last_obs = {i: infos[i]["terminal_observation"] for i in np.flatnonzero(dones)}
         # A sub-env whose episode ended has reset already: its render is of the next episode's first state, its clip
         # ends with one such frame.
-        predicted = self.pipeline.step(self._frames(obs, last_obs), rewards, None, self._clip_ends(dones, infos),
-                                       self._display())
+        ends = clip_ends(dones, infos) if self._clips_span_lives and dones.any() else dones
+        predicted = self.pipeline.step(self._frames(obs, last_obs), rewards, None, ends, self._display())
         for i, info in enumerate(infos):
             info[TRUE_REWARD_KEY] = float(rewards[i])
             if predicted is not None:
@@ -74,13 +81,6 @@ class HumanPreferencesVecEnvWrapper(PipelineFrontEnd, VecEnvWrapper):
         if predicted is not None:
             rewards = predicted.astype(np.float32)
         return obs, rewards, dones, infos
-
-    def _clip_ends(self, dones: np.ndarray, infos: list[dict]) -> np.ndarray:
-        """Where the sub-envs' clips end: at each episode's end, or with ``clips_span_lives`` at the game's only
-        (SB3's ``Monitor``, inside the wrapper that ends a life, puts ``info["episode"]`` there)."""
-        if not self.pipeline.config.clips_span_lives:
-            return dones
-        return np.array([done and "episode" in info for done, info in zip(dones, infos)])
 
     def close(self) -> None:
         """Stop the processes (letting the trainer save unsaved labels), then close the envs. Idempotent."""

@@ -1,6 +1,7 @@
 """Recorded datasets: Minari episodes replayed into the labellers, and a dataset relabelled by a reward model."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 
@@ -216,3 +217,21 @@ def _episode_colour(png: bytes) -> int:
     pixels = np.asarray(Image.open(io.BytesIO(png)).convert("RGB")).reshape(-1, 3)
     grey = pixels[(pixels[:, 0] == pixels[:, 1]) & (pixels[:, 1] == pixels[:, 2]) & (pixels[:, 0] > 0), 0]
     return int(np.bincount(grey).argmax())
+
+
+def test_a_relabelled_dataset_names_the_sources_env_with_its_arguments_but_gymnasiums_entry_point(tmp_path,
+                                                                                               monkeypatch):
+    monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path / "datasets"))
+    spec = dataclasses.replace(gymnasium.spec("CartPole-v1"), kwargs={"sutton_barto_reward": True},
+                               max_episode_steps=123)
+    source = write_dataset("test/cartpole-v0", [episode(i, n) for i, n in enumerate(LENGTHS)], OBS, ACT, spec)
+    # The file, as someone may have sent it: the same env, made by an entry point of their choosing.
+    metadata_file = source.storage.data_path / "metadata.json"
+    metadata = json.loads(metadata_file.read_text())
+    metadata["env_spec"] = dataclasses.replace(spec, entry_point="os:system").to_json()
+    metadata_file.write_text(json.dumps(metadata))
+    assert minari.load_dataset("test/cartpole-v0").spec.env_spec.entry_point == "os:system"
+    model = RewardPredictor(NetConfig(infer_frame_spec(np.zeros(4, np.float32))))
+    made = relabel_dataset("test/cartpole-v0", model, "test/cartpole-relabelled-v0").spec.env_spec
+    assert (made.id, made.kwargs, made.max_episode_steps) == ("CartPole-v1", {"sutton_barto_reward": True}, 123)
+    assert made.entry_point == gymnasium.spec("CartPole-v1").entry_point

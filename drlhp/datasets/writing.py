@@ -1,6 +1,7 @@
 """Writing Minari datasets: episodes held as arrays, and a dataset relabelled with a reward model."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import warnings
@@ -55,9 +56,13 @@ def write_dataset(dataset_id: str, episodes: Iterable[Episode], observation_spac
 
 
 def registered(spec: gymnasium.envs.registration.EnvSpec | None) -> gymnasium.envs.registration.EnvSpec | None:
-    """gymnasium's own spec of the env a dataset names, or None where gymnasium does not know it here. Minari makes
-    the env of the spec it is given: a spec read from a file names an entry point the file chose."""
-    return gymnasium.spec(spec.id) if spec is not None and spec.id in gymnasium.registry else None
+    """The env a dataset names, as gymnasium registers it here with the dataset's arguments and episode limit; None
+    where gymnasium does not know it. Minari makes the env of the spec it is given, and a spec read from a file
+    names an entry point (and wrappers) the file chose: those come from gymnasium's registry instead."""
+    if spec is None or spec.id not in gymnasium.registry:
+        return None
+    return dataclasses.replace(gymnasium.spec(spec.id), kwargs=dict(spec.kwargs),
+                               max_episode_steps=spec.max_episode_steps)
 
 
 def relabel_dataset(source: str, reward_model: str | RewardPredictor, dataset_id: str,

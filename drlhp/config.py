@@ -90,8 +90,13 @@ class PreferenceConfig:
         "frames per clip (25: 1-2 s of Atari). A clip never spans two episodes: at an episode's end an unfinished "
         "clip is dropped, so every clip has this length"))
     n_initial_prefs: int = CLIPS(40, (
-        "labels before reward training starts: the initial batch, asked as soon as there are clips (part of "
-        "`label_budget`)"))
+        "labels before reward training starts: the initial batch, asked as soon as there are clips (after "
+        "`unsupervised_steps`; part of `label_budget`)"))
+    unsupervised_steps: int = CLIPS(0, (
+        "env steps (all envs together) before the first label: the agent explores first, rewarded for reaching "
+        "observations unlike those it has seen (`drlhp.sb3.NoveltyReplayBuffer`: PEBBLE's unsupervised "
+        "pre-training, Lee et al. 2021), so that the initial labels compare clips of varied behaviour rather than "
+        "of a random policy. 0: labels from the first clips"))
     label_budget: int | None = CLIPS(1000, (
         "labels the run may ask for in all, skipped pairs included; a synthetic run keeps to the same budget and "
         "schedule as a person would. None: no limit (synthetic labels then come `synthetic_prefs_per_segment` per "
@@ -290,7 +295,7 @@ class PreferenceConfig:
     def schedule(self) -> LabelSchedule:
         """How many labels the run may have asked for by each env step (from the label_* settings)."""
         return LabelSchedule(self.label_budget, self.n_initial_prefs, self.label_schedule, self.label_schedule_steps,
-                             self.label_schedule_t0)
+                             self.label_schedule_t0, self.unsupervised_steps)
 
     @property
     def augmentation(self) -> Augmentation:

@@ -1,5 +1,6 @@
 """What the examples share: their arguments, and the run itself -- a random policy plays
-until the reward predictor is ready, then the agent learns from predicted rewards only.
+until the reward predictor is ready (or, with ``--unsupervised-steps``, the agent explores first),
+then the agent learns from predicted rewards only.
 
 The envs are an SB3 VecEnv of ``--n-envs`` envs; one drlhp pipeline (two background
 processes, one database, one reward network) serves them all.
@@ -48,8 +49,11 @@ from drlhp.cli.setting_flags import add_setting_flag
 from drlhp.config import PreferenceConfig, setting_field
 from drlhp.errors import ConfigError, MissingExtraError, WriteError
 from drlhp.learning_curve import LearningCurveWriter, learning_curve_path, next_session
-from drlhp.sb3 import HumanPreferencesLogger, HumanPreferencesVecEnvWrapper, RelabelReplayBuffer
+from drlhp.sb3 import HumanPreferencesLogger, HumanPreferencesVecEnvWrapper, NoveltyReplayBuffer, RelabelReplayBuffer
 from drlhp.storage.files import prepare_log_dir, writing
+
+#: With unsupervised_steps, the off-policy agent's random steps before it learns (PEBBLE's): it learns to explore after.
+PEBBLE_RANDOM_STEPS = 1_000
 
 
 def drlhp_setting(name: str, default: Any = dataclasses.MISSING, also: str = "") -> Any:
@@ -75,6 +79,9 @@ class Args:
     # drlhp's settings: each flag, help and default as declared (drlhp.config), unless an example says otherwise.
     segment_length: int = drlhp_setting("segment_length")
     clips_span_lives: bool = drlhp_setting("clips_span_lives")
+    unsupervised_steps: int = drlhp_setting("unsupervised_steps", also=(
+        "the examples' off-policy agent explores then, acting at random for its first "
+        f"{PEBBLE_RANDOM_STEPS:,} (PEBBLE's), rather than only at random"))
     n_initial_prefs: int = drlhp_setting("n_initial_prefs")
     label_budget: int | None = drlhp_setting("label_budget", 300)
     label_schedule: str = drlhp_setting("label_schedule")
@@ -292,17 +299,30 @@ def train_on_predicted_reward(venv: VecEnv, args: Args, make_agent: Callable[[Ve
     with wrapped:
         # The label schedule's clock counts this process's env steps only: start it where the saved agent was.
         wrapped.pipeline.count_env_steps(session.label_clock_start)
+        explore = args.unsupervised_steps > 0
         if wrapped.using_reward_from_predictor:
             random_return = "n/a (no warm-up: resumed)"
             print("the resumed reward predictor is trained: no warm-up", flush=True)
+        elif explore:
+            random_return = "n/a (the agent explored instead)"
+            print(f"the agent explores for {args.unsupervised_steps} steps, then {args.n_initial_prefs} pairs of its "
+                  "clips are labelled and the reward predictor trained on them", flush=True)
         else:
             random_return = warm_up_reward_predictor(wrapped, args.seed)
-        stats = wrapped.stats()
-        print(f"reward predictor ready after {stats.training_steps} training steps on {stats.run_labels} "
-              f"labels; random policy's true return: {random_return}", flush=True)
+        if not explore:
+            stats = wrapped.stats()
+            print(f"reward predictor ready after {stats.training_steps} training steps on {stats.run_labels} "
+                  f"labels; random policy's true return: {random_return}", flush=True)
         agent = make_agent(wrapped, args.seed)
         agent.tensorboard_log = args.tensorboard_log or None  # drlhp's figures join the agent's run there
         relabel = RelabelReplayBuffer() if args.relabel and getattr(agent, "replay_buffer", None) is not None else None
+        if explore:
+            if relabel is None:
+                wrapped.close()
+                print("error: --unsupervised-steps: the agent explores from a replay buffer that is relabelled "
+                      "when labels come (an off-policy agent such as SAC, without --no-relabel)", file=sys.stderr)
+                sys.exit(2)
+            explore_first(agent)
         callbacks: list[BaseCallback] = [HumanPreferencesLogger(), *([relabel] if relabel else [])]
         started = time.monotonic()
         logger = learn(agent, args, session, wrapped, extra_callbacks=callbacks)
@@ -505,10 +525,16 @@ class TrueReturnLogger(BaseCallback):
                     f"true return (last {len(self.returns)} episodes) {mean}")
             if self.env is not None:
                 stats = self.env.stats()
-                line += (f" | reward: {'predicted' if self.env.using_reward_from_predictor else 'true     '} | "
+                line += (f" | reward: {self.reward_source():9s} | "
                          f"labels {stats.run_labels:5d} | reward-training steps {stats.training_steps:4d}")
             print(line, flush=True)
         return True
+
+    def reward_source(self) -> str:
+        """What the agent learns from now."""
+        if getattr(getattr(self.model, "replay_buffer", None), "exploring", False):
+            return "novelty"
+        return "predicted" if self.env.using_reward_from_predictor else "true"
 
 
 class LearningCurveLogger(BaseCallback):
@@ -558,6 +584,17 @@ class AgentCheckpointer(BaseCallback):
     def _on_training_end(self) -> None:
         if self.stopped_at is None:
             self.save()
+
+
+def explore_first(agent: BaseAlgorithm) -> None:
+    """PEBBLE's start: the agent's replay buffer gives it novelty as its reward for the run's unsupervised_steps
+    (``drlhp.sb3.NoveltyReplayBuffer``, in place of the agent's own, still empty), and the agent learns from its
+    ``PEBBLE_RANDOM_STEPS``-th step rather than after a longer random start."""
+    old = agent.replay_buffer
+    agent.replay_buffer = NoveltyReplayBuffer(
+        old.buffer_size, old.observation_space, old.action_space, device=old.device, n_envs=old.n_envs,
+        optimize_memory_usage=old.optimize_memory_usage, handle_timeout_termination=old.handle_timeout_termination)
+    agent.learning_starts = min(agent.learning_starts, PEBBLE_RANDOM_STEPS)
 
 
 def warm_up_reward_predictor(venv: HumanPreferencesVecEnvWrapper, seed: int) -> str:

@@ -4,7 +4,8 @@ SAC, TD3, DQN and their kin store each transition's reward as it was when collec
 reward network and refits its normaliser at every checkpoint, so without relabelling a buffer of 100k-1M
 transitions mixes the rewards of dozens of models and scales. This callback recomputes every stored reward
 with the wrapper's current reward predictor when a newer checkpoint is in use (PEBBLE, Lee et al. 2021,
-relabels the same way), within a bound on the share of the run's wall time it takes.
+relabels the same way), within a bound on the share of the run's wall time it takes. With ``unsupervised_steps``
+and a ``NoveltyReplayBuffer`` it also ends the exploration (``drlhp.frontends.sb3_novelty``).
 
 The reward of a transition is the predicted reward of the observation it ends in: the buffer's
 ``next_observations`` (with ``optimize_memory_usage``, the next slot's observation, and, for a step that ended
@@ -22,6 +23,7 @@ import numpy as np
 from drlhp.errors import ConfigError, UsageError
 from drlhp.frontends.base import RELABEL_CHUNK
 from drlhp.frontends.sb3 import HumanPreferencesVecEnvWrapper  # first: it quiets gym and names a missing extra
+from drlhp.frontends.sb3_novelty import NoveltyReplayBuffer, reset_critic
 from drlhp.reward.predictor import RewardPredictor
 from drlhp.reward.relabel_bound import DEFAULT_MAX_TIME_SHARE, check_max_time_share, next_allowed
 
@@ -47,6 +49,10 @@ class RelabelReplayBuffer(BaseCallback):
 
     While the wrapper returns the env's reward (before its first checkpoint, or after
     ``switch_to_true_reward()``), stored rewards are left as they are.
+
+    With the wrapper's ``unsupervised_steps``, the buffer must be a ``drlhp.sb3.NoveltyReplayBuffer``: the agent
+    explores for that many env steps; at the last, the callback waits for the reward model (the initial labels
+    are asked then), resets the agent's critic and relabels the buffer.
     """
 
     def __init__(self, max_time_share: float = DEFAULT_MAX_TIME_SHARE, verbose: int = 0) -> None:
@@ -68,10 +74,22 @@ class RelabelReplayBuffer(BaseCallback):
         self.buffer = buffer
         self.wrapper, self._to_wrapper_obs = _wrapper_and_undo(self.model.get_env())
         self._memory_optimised = bool(getattr(buffer, "optimize_memory_usage", False))
+        unsupervised_steps = self.wrapper.config.unsupervised_steps
+        if unsupervised_steps and not isinstance(buffer, NoveltyReplayBuffer):
+            raise ConfigError(f"unsupervised_steps={unsupervised_steps}: the agent explores with novelty as its "
+                              "reward, which drlhp.sb3.NoveltyReplayBuffer gives it: create the agent with "
+                              "replay_buffer_class=NoveltyReplayBuffer (or set unsupervised_steps=0)")
+        if isinstance(buffer, NoveltyReplayBuffer):
+            buffer.unsupervised_steps = unsupervised_steps
 
     def _on_step(self) -> bool:
         if self._memory_optimised:
             self._keep_last_frames()
+        buffer = self.buffer
+        if isinstance(buffer, NoveltyReplayBuffer) and buffer.exploring and \
+                buffer.transitions + buffer.n_envs >= buffer.unsupervised_steps:  # this step's is the last explored
+            self.wrapper.wait_for_reward_predictor()
+            reset_critic(self.model)
         predictor = self.wrapper.pipeline.predictor
         if (predictor is not None and predictor is not self.relabelled_with and self.wrapper.using_reward_from_predictor
                 and time.monotonic() >= self._next_allowed):

@@ -7,7 +7,9 @@ after ``T`` env steps; imitation offers ``constant``, ``hyperbolic`` (``1 / (1 +
 and ``inverse_quadratic`` (``1 / (1 + t^2)``) in the fraction ``t`` of the run.
 Here ``t = T / T0``, with ``T0`` the horizon unless set: ``hyperbolic`` with
 the horizon as ``T0`` is imitation's, with a ``T0`` of your choosing the paper's.
-The budget is spent by the horizon; the labels allowed are the rate's integral.
+The budget is spent by the horizon; the labels allowed are the rate's integral. A run with
+``unsupervised_steps`` asks nothing before then (its agent explores, PEBBLE's pre-training), and
+its schedule runs from there to the horizon.
 """
 from __future__ import annotations
 
@@ -41,7 +43,8 @@ class LabelSchedule:
         initial: labels asked at once, before any rate applies (counted in the budget).
         kind: one of ``SCHEDULES``.
         horizon: env steps (all envs together) by which the budget is spent.
-        t0: env steps over which the rate falls (the paper's T0); None: ``horizon``.
+        t0: env steps over which the rate falls (the paper's T0); None: ``horizon`` less ``unsupervised_steps``.
+        unsupervised_steps: env steps before the first label (the initial batch is asked then).
     """
 
     budget: int | None
@@ -49,6 +52,7 @@ class LabelSchedule:
     kind: ScheduleKind = DEFAULT_LABEL_SCHEDULE
     horizon: int = 1_000_000
     t0: int | None = None
+    unsupervised_steps: int = 0
 
     def __post_init__(self) -> None:
         if self.kind not in _RATE_INTEGRALS:
@@ -58,13 +62,19 @@ class LabelSchedule:
                              f"({self.budget}); raise label_budget or lower n_initial_prefs")
         if self.horizon < 1 or (self.t0 is not None and self.t0 < 1):
             raise ConfigError(f"label_schedule_steps and label_schedule_t0 must be >= 1, got {self.horizon}, {self.t0}")
+        if not 0 <= self.unsupervised_steps < self.horizon:
+            raise ConfigError(f"unsupervised_steps must be >= 0 and below label_schedule_steps ({self.horizon}), so "
+                              f"that labels come before the run ends; got {self.unsupervised_steps}")
 
     def allowed(self, env_steps: int) -> float:
         """Labels that may have been asked after ``env_steps`` env steps (``inf`` without a budget)."""
+        if env_steps < self.unsupervised_steps:
+            return 0
         if self.budget is None:
             return math.inf
-        integral, t0 = _RATE_INTEGRALS[self.kind], self.t0 or self.horizon
-        done = integral(min(env_steps, self.horizon) / t0) / integral(self.horizon / t0)
+        span = self.horizon - self.unsupervised_steps
+        integral, t0 = _RATE_INTEGRALS[self.kind], self.t0 or span
+        done = integral(min(env_steps - self.unsupervised_steps, span) / t0) / integral(span / t0)
         return self.initial + math.floor((self.budget - self.initial) * done + 1e-9)
 
 

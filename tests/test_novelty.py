@@ -1,0 +1,120 @@
+"""Unsupervised exploration before the first label (PEBBLE): the label schedule waits ``unsupervised_steps``, the
+replay buffer's sampled rewards are novelty until then, and the agent never learns from the env's reward."""
+import math
+
+import numpy as np
+import pytest
+from conftest import FAST
+from gymnasium import spaces
+from test_relabel import PointEnv
+
+pytest.importorskip("stable_baselines3")
+from stable_baselines3 import SAC  # noqa: E402
+from stable_baselines3.common.callbacks import BaseCallback  # noqa: E402
+from stable_baselines3.common.vec_env import DummyVecEnv  # noqa: E402
+
+import drlhp.frontends.sb3_novelty as sb3_novelty  # noqa: E402
+import drlhp.frontends.sb3_relabel as sb3_relabel  # noqa: E402
+from drlhp import PreferenceConfig  # noqa: E402
+from drlhp.errors import ConfigError  # noqa: E402
+from drlhp.labelling.schedule import LabelSchedule  # noqa: E402
+from drlhp.sb3 import HumanPreferencesVecEnvWrapper, NoveltyReplayBuffer, RelabelReplayBuffer  # noqa: E402
+
+BOX = spaces.Box(-100, 100, (2,), np.float32)
+ACT = spaces.Box(-1, 1, (1,), np.float32)
+
+
+def buffer(k: int = 2, n_envs: int = 1, **kwargs) -> NoveltyReplayBuffer:
+    return NoveltyReplayBuffer(1000, BOX, ACT, device="cpu", n_envs=n_envs, k=k, **kwargs)
+
+
+def test_the_schedule_asks_nothing_before_unsupervised_steps_then_spends_the_budget_from_there():
+    schedule = LabelSchedule(budget=100, initial=10, horizon=1000, unsupervised_steps=200)
+    assert [schedule.allowed(t) for t in (0, 199)] == [0, 0]
+    assert schedule.allowed(200) == 10 and schedule.allowed(600) == 55 and schedule.allowed(1000) == 100
+    unlimited = LabelSchedule(budget=None, unsupervised_steps=200)
+    assert unlimited.allowed(199) == 0 and unlimited.allowed(200) == math.inf
+    with pytest.raises(ConfigError, match="unsupervised_steps must be >= 0 and below label_schedule_steps"):
+        PreferenceConfig(unsupervised_steps=1000, label_schedule_steps=1000)
+
+
+def test_novelty_is_the_distance_to_the_kth_nearest_other_observation_over_its_running_std(monkeypatch):
+    b = buffer(k=2)
+    points = np.array([[x, 0] for x in (0, 1, 2, 3, 7)], np.float32)
+    assert b.knn_distances(points, points).tolist() == [2, 1, 1, 2, 5]  # itself left out: the 2nd of the others
+    assert b.knn_distances(points[:3], points[:3]).tolist() == [2, 1, 2]
+    assert b.knn_distances(points[:2], points[:2]).tolist() == [1, 1]  # fewer than k others: the farthest
+    monkeypatch.setattr(sb3_novelty, "MEMORY_CHUNK", 2)  # stored observations compared a chunk at a time
+    assert b.knn_distances(points, points).tolist() == [2, 1, 1, 2, 5]
+    for p in points:
+        b.add(p, p, np.zeros(1), np.array([5.0]), np.array([False]), [{}])
+    novelty = b.novelty(points)
+    assert np.allclose(novelty, np.array([2, 1, 1, 2, 5]) / np.std([2, 1, 1, 2, 5]))
+
+
+def test_while_exploring_the_buffer_stores_no_env_reward_and_samples_novelty_then_its_own_rewards():
+    b = buffer(k=1, n_envs=2)
+    b.unsupervised_steps = 6  # three steps of two envs
+    rng = np.random.default_rng(0)
+    for _ in range(3):
+        obs = rng.normal(size=(2, 2)).astype(np.float32)
+        b.add(obs, obs, np.zeros((2, 1)), np.array([1.0, 2.0]), np.array([False, False]), [{}, {}])
+    assert not b.exploring and (b.rewards[:3] == 0).all()
+    b.unsupervised_steps = 100  # as if still exploring: sampled rewards are novelty, not the zeros stored
+    sampled = b.sample(32).rewards.numpy()
+    assert (sampled > 0).all() and np.ptp(sampled) > 0
+    b.unsupervised_steps = 6
+    assert (b.sample(32).rewards.numpy() == 0).all()
+    b.add(obs, obs, np.zeros((2, 1)), np.array([1.0, 2.0]), np.array([False, False]), [{}, {}])
+    assert b.rewards[3].tolist() == [1.0, 2.0]  # exploring over: what the wrapper returns is stored
+
+
+def test_novelty_needs_flat_state_vectors():
+    with pytest.raises(ConfigError, match="flat state vectors.*shape \\(8, 8, 3\\)"):
+        NoveltyReplayBuffer(100, spaces.Box(0, 255, (8, 8, 3), np.uint8), ACT, device="cpu")
+    with pytest.raises(ConfigError, match="optimize_memory_usage=False"):
+        buffer(optimize_memory_usage=True, handle_timeout_termination=False)
+
+
+class LabelsAsked(BaseCallback):
+    """The labels asked by each agent step."""
+
+    def __init__(self, wrapper) -> None:
+        super().__init__()
+        self.wrapper, self.asked = wrapper, {}
+
+    def _on_step(self) -> bool:
+        self.asked[self.num_timesteps] = self.wrapper.stats().pairs_asked
+        return True
+
+
+def test_the_agent_explores_then_the_labels_come_its_critic_is_reset_and_its_buffer_relabelled(tmp_path,
+                                                                                              monkeypatch):
+    resets = []
+    monkeypatch.setattr(sb3_relabel, "reset_critic", lambda model: resets.append(model.num_timesteps))
+    env = HumanPreferencesVecEnvWrapper(DummyVecEnv([PointEnv]), log_dir=str(tmp_path), synthetic_preferences=True,
+                                        **{**FAST, "unsupervised_steps": 120})
+    with env:
+        model = SAC("MlpPolicy", env, replay_buffer_class=NoveltyReplayBuffer, learning_starts=20, batch_size=16,
+                    seed=0, policy_kwargs=dict(net_arch=[16]))
+        asked, relabel = LabelsAsked(env), RelabelReplayBuffer(max_time_share=1.0)
+        model.learn(total_timesteps=160, callback=[relabel, asked])
+        assert all(n == 0 for step, n in asked.asked.items() if step < 120)
+        assert asked.asked[160] >= FAST["n_initial_prefs"]  # asked once the exploration ended; training needs them
+        assert resets == [120]  # at the last step explored, after waiting for the reward model
+        assert relabel.relabellings >= 1
+        # Every reward stored while exploring (0) is now the reward model's.
+        assert np.ptp(model.replay_buffer.rewards[:119]) > 0
+
+
+def test_exploring_needs_the_novelty_buffer_and_a_critic_to_reset(tmp_path):
+    env = HumanPreferencesVecEnvWrapper(DummyVecEnv([PointEnv]), log_dir=str(tmp_path), collect_prefs=False,
+                                        train_reward=False, **{**FAST, "unsupervised_steps": 10})
+    with env:
+        with pytest.raises(ConfigError, match="replay_buffer_class=NoveltyReplayBuffer"):
+            SAC("MlpPolicy", env).learn(1, callback=RelabelReplayBuffer())
+
+    class NoCritic:
+        pass
+    with pytest.raises(ConfigError, match="NoCritic has none"):
+        sb3_novelty.reset_critic(NoCritic())

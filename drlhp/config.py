@@ -94,9 +94,10 @@ class PreferenceConfig:
         "`unsupervised_steps`; part of `label_budget`)"))
     unsupervised_steps: int = CLIPS(0, (
         "env steps (all envs together) before the first label: the agent explores first, rewarded for reaching "
-        "observations unlike those it has seen (`drlhp.sb3.NoveltyReplayBuffer`: PEBBLE's unsupervised "
-        "pre-training, Lee et al. 2021), so that the initial labels compare clips of varied behaviour rather than "
-        "of a random policy. 0: labels from the first clips"))
+        "observations unlike those it has seen (PEBBLE's unsupervised pre-training, Lee et al. 2021), so that the "
+        "initial labels compare clips of varied behaviour rather than of a random policy. That reward is the "
+        "agent's side (`drlhp.sb3.NoveltyReplayBuffer` for SB3's off-policy agents): the wrapper returns, as "
+        "before any checkpoint, the env's own. 0: labels from the first clips"))
     label_budget: int | None = CLIPS(1000, (
         "labels the run may ask for in all, skipped pairs included; a synthetic run keeps to the same budget and "
         "schedule as a person would. None: no limit (synthetic labels then come `synthetic_prefs_per_segment` per "

@@ -108,7 +108,8 @@ class PreferenceConfig:
         "labels come in the first half of the run) or `inverse_quadratic`; why: [Defaults](history.md#defaults)"))
     label_schedule_steps: int = CLIPS(1_000_000, (
         "env steps (all envs together) by which the budget is spent: set it to your agent's `total_timesteps`"))
-    label_schedule_t0: int | None = CLIPS(None, "the schedule's T0 in env steps (None: `label_schedule_steps`)")
+    label_schedule_t0: int | None = CLIPS(None, (
+        "the schedule's T0 in env steps (None: `label_schedule_steps` less `unsupervised_steps`)"))
     pair_selection: PairSelection = CLIPS("random", (
         "`random`: a random pair of recent clips; `disagreement` (the paper's): of `n_candidate_pairs` random "
         "pairs, the one the reward ensemble's members disagree on most (needs `ensemble_size` >= 2; random until "

@@ -167,6 +167,9 @@ def parse_args(description: str, **defaults) -> Args:
         teacher(args)
     except ConfigError as e:
         parser.error(f"the synthetic teacher (--teacher-...): {e}")
+    if 0 < args.unsupervised_steps <= PEBBLE_RANDOM_STEPS:
+        parser.error(f"--unsupervised-steps must be more than the {PEBBLE_RANDOM_STEPS:,} random steps before the "
+                     "agent learns, or it never explores (PEBBLE: 10,000 in all)")
     if args.standardised_reward and not args.true_reward:
         parser.error("--standardised-reward is the true-reward run's control (drlhp scales its own reward): add "
                      "--true-reward")

@@ -2,6 +2,7 @@
 replay buffer's sampled rewards are novelty until then, and the agent never learns from the env's reward."""
 import math
 
+import gymnasium
 import numpy as np
 import pytest
 from conftest import FAST
@@ -9,7 +10,7 @@ from gymnasium import spaces
 from test_relabel import PointEnv
 
 pytest.importorskip("stable_baselines3")
-from stable_baselines3 import SAC  # noqa: E402
+from stable_baselines3 import DQN, SAC  # noqa: E402
 from stable_baselines3.common.callbacks import BaseCallback  # noqa: E402
 from stable_baselines3.common.vec_env import DummyVecEnv  # noqa: E402
 
@@ -91,30 +92,40 @@ class LabelsAsked(BaseCallback):
 def test_the_agent_explores_then_the_labels_come_its_critic_is_reset_and_its_buffer_relabelled(tmp_path,
                                                                                               monkeypatch):
     resets = []
-    monkeypatch.setattr(sb3_relabel, "reset_critic", lambda model: resets.append(model.num_timesteps))
+    reset_critic = sb3_relabel.reset_critic
+    monkeypatch.setattr(sb3_relabel, "reset_critic", lambda model: (resets.append(model.num_timesteps),
+                                                                     reset_critic(model)))
     env = HumanPreferencesVecEnvWrapper(DummyVecEnv([PointEnv]), log_dir=str(tmp_path), synthetic_preferences=True,
                                         **{**FAST, "unsupervised_steps": 120})
     with env:
         model = SAC("MlpPolicy", env, replay_buffer_class=NoveltyReplayBuffer, learning_starts=20, batch_size=16,
                     seed=0, policy_kwargs=dict(net_arch=[16]))
-        asked, relabel = LabelsAsked(env), RelabelReplayBuffer(max_time_share=1.0)
-        model.learn(total_timesteps=160, callback=[relabel, asked])
+        asked = LabelsAsked(env)
+        relabel = RelabelReplayBuffer(max_time_share=1e-9)  # after the end of exploration's, none for a long while
+        model.learn(total_timesteps=121, callback=[relabel, asked])
         assert all(n == 0 for step, n in asked.asked.items() if step < 120)
-        assert asked.asked[160] >= FAST["n_initial_prefs"]  # asked once the exploration ended; training needs them
+        assert asked.asked[121] >= FAST["n_initial_prefs"]  # asked once the exploration ended; training needs them
         assert resets == [120]  # at the last step explored, after waiting for the reward model
-        assert relabel.relabellings >= 1
-        # Every reward stored while exploring (0) is now the reward model's.
-        assert np.ptp(model.replay_buffer.rewards[:119]) > 0
+        # Every reward stored while exploring (0), the last step's too, is now the reward model's.
+        assert relabel.relabellings == 1
+        explored = model.replay_buffer.next_observations[:120, 0]
+        assert np.ptp(model.replay_buffer.rewards[:120, 0]) > 0
+        assert np.allclose(model.replay_buffer.rewards[:120, 0], relabel.relabelled_with.normalised_rewards(explored),
+                           atol=1e-5)
+        assert model._n_updates == 101 + 100  # one after each of steps 21 to 121, and 100 after the reset
 
 
-def test_exploring_needs_the_novelty_buffer_and_a_critic_to_reset(tmp_path):
+def test_exploring_is_refused_before_any_step_where_it_could_not_end_as_it_should(tmp_path):
     env = HumanPreferencesVecEnvWrapper(DummyVecEnv([PointEnv]), log_dir=str(tmp_path), collect_prefs=False,
                                         train_reward=False, **{**FAST, "unsupervised_steps": 10})
     with env:
         with pytest.raises(ConfigError, match="replay_buffer_class=NoveltyReplayBuffer"):
             SAC("MlpPolicy", env).learn(1, callback=RelabelReplayBuffer())
-
-    class NoCritic:
-        pass
-    with pytest.raises(ConfigError, match="NoCritic has none"):
-        sb3_novelty.reset_critic(NoCritic())
+        with pytest.raises(ConfigError, match="more than the replay buffer holds \\(8 transitions\\)"):
+            SAC("MlpPolicy", env, buffer_size=8, replay_buffer_class=NoveltyReplayBuffer).learn(
+                1, callback=RelabelReplayBuffer())
+        with pytest.raises(ConfigError, match="DQN has none"):
+            DQN("MlpPolicy", HumanPreferencesVecEnvWrapper(
+                DummyVecEnv([lambda: gymnasium.make("CartPole-v1")]), log_dir=str(tmp_path / "dqn"),
+                collect_prefs=False, train_reward=False, **{**FAST, "unsupervised_steps": 10}),
+                replay_buffer_class=NoveltyReplayBuffer).learn(1, callback=RelabelReplayBuffer())

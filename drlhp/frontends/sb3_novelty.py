@@ -27,6 +27,8 @@ from stable_baselines3.common.vec_env import VecNormalize  # isort: skip
 
 #: PEBBLE's k for state vectors.
 DEFAULT_K = 5
+#: Gradient steps on the relabelled buffer right after the critic's reset, before the agent acts again (PEBBLE's).
+RESET_UPDATES = 100
 #: Observations compared with a batch at a time (bounds the distance matrix's memory).
 MEMORY_CHUNK = 65_536
 
@@ -74,12 +76,16 @@ class NoveltyReplayBuffer(ReplayBuffer):
         super().add(obs, next_obs, action, reward, done, infos)
 
     def _get_samples(self, batch_inds: np.ndarray, env: VecNormalize | None = None) -> ReplayBufferSamples:
-        samples = super()._get_samples(batch_inds, env)
         if not self.exploring:
-            return samples
-        ends = samples.next_observations.cpu().numpy()  # as VecNormalize gave them to the agent, if it is used
-        novelty = self.novelty(ends if env is None else np.asarray(env.unnormalize_obs(ends)))
-        return samples._replace(rewards=self.to_torch(novelty.reshape(-1, 1).astype(np.float32)))
+            return super()._get_samples(batch_inds, env)
+        # SB3's own sampling, with the rows kept: novelty is of the observations as stored, not as normalised.
+        env_indices = np.random.randint(0, high=self.n_envs, size=(len(batch_inds),))
+        ends = self.next_observations[batch_inds, env_indices, :]
+        data = (self._normalize_obs(self.observations[batch_inds, env_indices, :], env),
+                self.actions[batch_inds, env_indices, :], self._normalize_obs(ends, env),
+                (self.dones[batch_inds, env_indices] * (1 - self.timeouts[batch_inds, env_indices])).reshape(-1, 1),
+                self.novelty(ends).reshape(-1, 1).astype(np.float32))
+        return ReplayBufferSamples(*tuple(map(self.to_torch, data)))
 
     def novelty(self, observations: np.ndarray) -> np.ndarray:
         """Each observation's distance to its k-th nearest neighbour in the buffer (itself, when stored, not
@@ -100,18 +106,32 @@ class NoveltyReplayBuffer(ReplayBuffer):
         nearest = torch.full((len(q), 0), float("inf"))
         for first in range(0, len(stored), MEMORY_CHUNK):  # keep the k + 1 nearest of each chunk
             chunk = torch.as_tensor(np.asarray(stored[first:first + MEMORY_CHUNK], np.float32))
-            both = torch.cat([nearest, torch.cdist(q, chunk)], dim=1)
+            both = torch.cat([nearest, torch.cdist(q, chunk, compute_mode="donot_use_mm_for_euclid_dist")], dim=1)
             nearest = torch.topk(both, min(self.k + 1, both.shape[1]), dim=1, largest=False).values
         return nearest[:, -1].numpy() if nearest.shape[1] > 1 else np.zeros(len(q), np.float32)
+
+
+def check_can_explore(model, buffer: NoveltyReplayBuffer, unsupervised_steps: int) -> None:
+    """Refuse, before any step, an agent or buffer with which exploring could not end as it should."""
+    _critic(model)
+    if unsupervised_steps > buffer.buffer_size * buffer.n_envs:
+        raise ConfigError(f"unsupervised_steps={unsupervised_steps} is more than the replay buffer holds "
+                          f"({buffer.buffer_size * buffer.n_envs} transitions), so exploring would never end: raise "
+                          "the agent's buffer_size or lower unsupervised_steps")
+
+
+def _critic(model):
+    critic, target = getattr(model, "critic", None), getattr(model, "critic_target", None)
+    if critic is None or target is None:
+        raise ConfigError(f"unsupervised_steps explores with an actor-critic agent (SAC, TD3, DDPG) whose critic is "
+                          f"reset when exploring ends; {type(model).__name__} has none")
+    return critic, target
 
 
 def reset_critic(model) -> None:
     """Re-initialise an SB3 actor-critic's critic (SAC, TD3, DDPG: ``critic``, its target and its optimizer's
     state): after exploring, it holds the value of novelty, not of the reward to come (PEBBLE resets it too)."""
-    critic, target = getattr(model, "critic", None), getattr(model, "critic_target", None)
-    if critic is None or target is None:
-        raise ConfigError(f"unsupervised_steps explores with an actor-critic agent (SAC, TD3, DDPG) whose critic is "
-                          f"reset when exploring ends; {type(model).__name__} has none")
+    critic, target = _critic(model)
     for module in critic.modules():
         if hasattr(module, "reset_parameters"):
             module.reset_parameters()

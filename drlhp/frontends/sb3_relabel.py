@@ -23,7 +23,7 @@ import numpy as np
 from drlhp.errors import ConfigError, UsageError
 from drlhp.frontends.base import RELABEL_CHUNK
 from drlhp.frontends.sb3 import HumanPreferencesVecEnvWrapper  # first: it quiets gym and names a missing extra
-from drlhp.frontends.sb3_novelty import NoveltyReplayBuffer, reset_critic
+from drlhp.frontends.sb3_novelty import RESET_UPDATES, NoveltyReplayBuffer, check_can_explore, reset_critic
 from drlhp.reward.predictor import RewardPredictor
 from drlhp.reward.relabel_bound import DEFAULT_MAX_TIME_SHARE, check_max_time_share, next_allowed
 
@@ -52,7 +52,8 @@ class RelabelReplayBuffer(BaseCallback):
 
     With the wrapper's ``unsupervised_steps``, the buffer must be a ``drlhp.sb3.NoveltyReplayBuffer``: the agent
     explores for that many env steps; at the last, the callback waits for the reward model (the initial labels
-    are asked then), resets the agent's critic and relabels the buffer.
+    are asked then), resets the agent's critic, relabels the buffer and trains the agent on it for
+    ``RESET_UPDATES`` gradient steps (PEBBLE's), before it acts again.
     """
 
     def __init__(self, max_time_share: float = DEFAULT_MAX_TIME_SHARE, verbose: int = 0) -> None:
@@ -80,21 +81,33 @@ class RelabelReplayBuffer(BaseCallback):
                               "reward, which drlhp.sb3.NoveltyReplayBuffer gives it: create the agent with "
                               "replay_buffer_class=NoveltyReplayBuffer (or set unsupervised_steps=0)")
         if isinstance(buffer, NoveltyReplayBuffer):
+            check_can_explore(self.model, buffer, unsupervised_steps)
             buffer.unsupervised_steps = unsupervised_steps
+        self._exploration_ended = False  # this step's transition was the last explored: relabel once it is stored
 
     def _on_step(self) -> bool:
         if self._memory_optimised:
             self._keep_last_frames()
         buffer = self.buffer
-        if isinstance(buffer, NoveltyReplayBuffer) and buffer.exploring and \
-                buffer.transitions + buffer.n_envs >= buffer.unsupervised_steps:  # this step's is the last explored
-            self.wrapper.wait_for_reward_predictor()
-            reset_critic(self.model)
+        if isinstance(buffer, NoveltyReplayBuffer) and buffer.exploring:  # its rewards are novelty: nothing to relabel
+            if buffer.transitions + buffer.n_envs >= buffer.unsupervised_steps:
+                self.wrapper.wait_for_reward_predictor()
+                reset_critic(self.model)
+                self._exploration_ended = True
+            return True
         predictor = self.wrapper.pipeline.predictor
         if (predictor is not None and predictor is not self.relabelled_with and self.wrapper.using_reward_from_predictor
                 and time.monotonic() >= self._next_allowed):
             self.relabel()
         return True
+
+    def _on_rollout_end(self) -> None:
+        # SB3 stores a step's transition after the callbacks' on_step and trains after the rollout's end.
+        if self._exploration_ended:
+            self._exploration_ended = False
+            self.relabel()
+            agent: Any = self.model  # off-policy (it has a replay buffer): train() and batch_size are its
+            agent.train(gradient_steps=RESET_UPDATES, batch_size=agent.batch_size)
 
     def _keep_last_frames(self) -> None:
         """Keep the last observation of each episode that ended with this step: this step's transition goes to

@@ -3,15 +3,16 @@ novelty (PEBBLE's unsupervised pre-training, Lee et al. 2021).
 
 A run with ``unsupervised_steps`` asks no label before then. Meanwhile the agent learns to reach observations
 unlike those it has seen: a sampled transition's reward is the distance from the observation it ends in to its
-k-th nearest neighbour among every observation in the buffer (a particle estimate of the state entropy, as PEBBLE
-computes it, at each gradient step, over the whole buffer), divided by the running standard deviation of those
-distances. The initial labels then compare clips of varied behaviour rather than of a random policy.
+k-th nearest neighbour among every observation in the buffer (a particle estimate of the state entropy, recomputed
+as PEBBLE does at each gradient step over the whole buffer; PEBBLE scores the observation a transition starts in),
+divided by the running standard deviation of those distances. The initial labels then compare clips of varied
+behaviour rather than of a random policy.
 
-While exploring, the buffer stores a reward of 0 for each transition, not the one the env returned (the env's
-own, since drlhp has no reward model yet): the agent never learns from the env's reward.
-``drlhp.sb3.RelabelReplayBuffer`` tells the buffer how long to explore (the wrapper's ``unsupervised_steps``),
-waits for the reward model when exploration ends, resets the critic (what it learned was the value of novelty,
-as PEBBLE resets it) and relabels the buffer.
+While exploring, the buffer stores a reward of 0 for each transition, not the one the wrapper returned (the env's
+own before its first checkpoint): the agent never learns from the env's reward. ``drlhp.sb3.RelabelReplayBuffer``
+tells the buffer how long to explore (the wrapper's ``unsupervised_steps``), waits for the reward model when
+exploration ends, resets the critic (what it learned was the value of novelty, as PEBBLE resets it), relabels the
+buffer and trains on it for ``RESET_UPDATES`` gradient steps.
 """
 from __future__ import annotations
 

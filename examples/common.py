@@ -308,8 +308,8 @@ def train_on_predicted_reward(venv: VecEnv, args: Args, make_agent: Callable[[Ve
             print("the resumed reward predictor is trained: no warm-up", flush=True)
         elif explore:
             random_return = "n/a (the agent explored instead)"
-            print(f"the agent explores for {args.unsupervised_steps} steps, then {args.n_initial_prefs} pairs of its "
-                  "clips are labelled and the reward predictor trained on them", flush=True)
+            print(f"the agent explores for {args.unsupervised_steps} steps, then on while {args.n_initial_prefs} "
+                  "pairs of its clips are labelled and the reward predictor trained on them", flush=True)
         else:
             random_return = warm_up_reward_predictor(wrapped, args.seed)
         if not explore:

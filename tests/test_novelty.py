@@ -89,30 +89,46 @@ class LabelsAsked(BaseCallback):
         return True
 
 
-def test_the_agent_explores_then_the_labels_come_its_critic_is_reset_and_its_buffer_relabelled(tmp_path,
-                                                                                              monkeypatch):
+class StopAfterExploring(BaseCallback):
+    """Stops the run at the step after the one at which exploring ended."""
+
+    def __init__(self, resets: list[int]) -> None:
+        super().__init__()
+        self.resets = resets
+
+    def _on_step(self) -> bool:
+        return not self.resets or self.num_timesteps == self.resets[0]
+
+
+def test_the_agent_explores_until_the_reward_model_is_ready_then_its_critic_is_reset_and_its_buffer_relabelled(
+        tmp_path, monkeypatch):
     resets = []
     reset_critic = sb3_relabel.reset_critic
     monkeypatch.setattr(sb3_relabel, "reset_critic", lambda model: (resets.append(model.num_timesteps),
                                                                      reset_critic(model)))
+    # 20 steps make 4 clips of 5, and the synthetic teacher asks a pair per clip: fewer than the 8 initial labels.
+    # The agent must explore on for the clips they need (a wait without steps would never end).
+    explored = 20
     env = HumanPreferencesVecEnvWrapper(DummyVecEnv([PointEnv]), log_dir=str(tmp_path), synthetic_preferences=True,
-                                        **{**FAST, "unsupervised_steps": 120})
+                                        **{**FAST, "unsupervised_steps": explored})
     with env:
-        model = SAC("MlpPolicy", env, replay_buffer_class=NoveltyReplayBuffer, learning_starts=20, batch_size=16,
+        model = SAC("MlpPolicy", env, replay_buffer_class=NoveltyReplayBuffer, learning_starts=10, batch_size=16,
                     seed=0, policy_kwargs=dict(net_arch=[16]))
         asked = LabelsAsked(env)
         relabel = RelabelReplayBuffer(max_time_share=1e-9)  # after the end of exploration's, none for a long while
-        model.learn(total_timesteps=121, callback=[relabel, asked])
-        assert all(n == 0 for step, n in asked.asked.items() if step < 120)
-        assert asked.asked[121] >= FAST["n_initial_prefs"]  # asked once the exploration ended; training needs them
-        assert resets == [120]  # at the last step explored, after waiting for the reward model
+        model.learn(total_timesteps=100_000, callback=[relabel, asked, StopAfterExploring(resets)])
+        assert len(resets) == 1, "exploring never ended"
+        ended = resets[0]
+        assert all(n == 0 for step, n in asked.asked.items() if step < explored)
+        assert ended > explored + 4 * FAST["segment_length"]  # the 4 clips more the initial labels needed
+        assert asked.asked[ended] >= FAST["n_initial_prefs"]
         # Every reward stored while exploring (0), the last step's too, is now the reward model's.
-        assert relabel.relabellings == 1
-        explored = model.replay_buffer.next_observations[:120, 0]
-        assert np.ptp(model.replay_buffer.rewards[:120, 0]) > 0
-        assert np.allclose(model.replay_buffer.rewards[:120, 0], relabel.relabelled_with.normalised_rewards(explored),
-                           atol=1e-5)
-        assert model._n_updates == 101 + 100  # one after each of steps 21 to 121, and 100 after the reset
+        assert relabel.relabellings == 1 and not model.replay_buffer.exploring
+        observations = model.replay_buffer.next_observations[:ended, 0]
+        assert np.ptp(model.replay_buffer.rewards[:ended, 0]) > 0
+        assert np.allclose(model.replay_buffer.rewards[:ended, 0],
+                           relabel.relabelled_with.normalised_rewards(observations), atol=1e-5)
+        assert model._n_updates == ended - 10 + 100  # one after each step from the 11th, and 100 after the reset
 
 
 def test_exploring_is_refused_before_any_step_where_it_could_not_end_as_it_should(tmp_path):

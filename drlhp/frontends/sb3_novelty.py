@@ -10,9 +10,9 @@ behaviour rather than of a random policy.
 
 While exploring, the buffer stores a reward of 0 for each transition, not the one the wrapper returned (the env's
 own before its first checkpoint): the agent never learns from the env's reward. ``drlhp.sb3.RelabelReplayBuffer``
-tells the buffer how long to explore (the wrapper's ``unsupervised_steps``), waits for the reward model when
-exploration ends, resets the critic (what it learned was the value of novelty, as PEBBLE resets it), relabels the
-buffer and trains on it for ``RESET_UPDATES`` gradient steps.
+tells the buffer how long to explore (the wrapper's ``unsupervised_steps``, then on until the reward model's first
+checkpoint), resets the critic when exploration ends (what it learned was the value of novelty, as PEBBLE resets
+it), relabels the buffer and trains on it for ``RESET_UPDATES`` gradient steps.
 """
 from __future__ import annotations
 
@@ -35,7 +35,8 @@ MEMORY_CHUNK = 65_536
 
 
 class NoveltyReplayBuffer(ReplayBuffer):
-    """SB3's ``ReplayBuffer``, whose sampled rewards are novelty for the run's first ``unsupervised_steps`` env steps.
+    """SB3's ``ReplayBuffer``, whose sampled rewards are novelty for the run's first ``unsupervised_steps`` env steps
+    and on until the reward model is ready.
 
     ``SAC("MlpPolicy", venv, replay_buffer_class=NoveltyReplayBuffer, learning_starts=1000)`` with
     ``venv = HumanPreferencesVecEnvWrapper(..., unsupervised_steps=10_000)`` and ``RelabelReplayBuffer()`` among
@@ -58,6 +59,7 @@ class NoveltyReplayBuffer(ReplayBuffer):
             raise ConfigError(f"k must be >= 1, got {k}")
         self.k = k
         self.unsupervised_steps = 0  # set by RelabelReplayBuffer from the wrapper's config
+        self.awaiting_reward_model = False  # set by RelabelReplayBuffer: explored enough, on until the model is ready
         self._count = self._sum = self._sum_sq = 0.0  # the distances so far, for their running std
 
     @property
@@ -67,8 +69,8 @@ class NoveltyReplayBuffer(ReplayBuffer):
 
     @property
     def exploring(self) -> bool:
-        """True until the buffer holds ``unsupervised_steps`` transitions."""
-        return self.transitions < self.unsupervised_steps
+        """True until the buffer holds ``unsupervised_steps`` transitions, and after while awaiting the reward model."""
+        return self.transitions < self.unsupervised_steps or self.awaiting_reward_model
 
     def add(self, obs, next_obs, action, reward, done, infos) -> None:
         """Store a step's transitions, their reward 0 while exploring."""

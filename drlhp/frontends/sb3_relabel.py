@@ -51,8 +51,8 @@ class RelabelReplayBuffer(BaseCallback):
     ``switch_to_true_reward()``), stored rewards are left as they are.
 
     With the wrapper's ``unsupervised_steps``, the buffer must be a ``drlhp.sb3.NoveltyReplayBuffer``: the agent
-    explores for that many env steps; at the last, the callback waits for the reward model (the initial labels
-    are asked then), resets the agent's critic, relabels the buffer and trains the agent on it for
+    explores for that many env steps (the initial labels are asked then), and on until the reward model's first
+    checkpoint; then the callback resets the agent's critic, relabels the buffer and trains the agent on it for
     ``RESET_UPDATES`` gradient steps (PEBBLE's), before it acts again.
     """
 
@@ -91,9 +91,13 @@ class RelabelReplayBuffer(BaseCallback):
         buffer = self.buffer
         if isinstance(buffer, NoveltyReplayBuffer) and buffer.exploring:  # its rewards are novelty: nothing to relabel
             if buffer.transitions + buffer.n_envs >= buffer.unsupervised_steps:
-                self.wrapper.wait_for_reward_predictor()
-                reset_critic(self.model)
-                self._exploration_ended = True
+                # Explored enough; the initial labels are asked from here. Exploring ends once the reward model is
+                # ready, not with a wait without steps: labels need clips, and a clip the interface missed (it drops
+                # those it is too busy to take, so that a step never waits) would leave them short forever.
+                buffer.awaiting_reward_model = not self.wrapper.using_reward_from_predictor
+                if not buffer.awaiting_reward_model:
+                    reset_critic(self.model)
+                    self._exploration_ended = True
             return True
         predictor = self.wrapper.pipeline.predictor
         if (predictor is not None and predictor is not self.relabelled_with and self.wrapper.using_reward_from_predictor

@@ -489,3 +489,22 @@ def test_the_sac_sentences_in_words_hold_for_the_records():
         assert set(not_relabelled) <= set(relabelled) and len(not_relabelled) >= 3
         assert all(not_relabelled[s] < relabelled[s] for s in not_relabelled)
         assert max(not_relabelled.values()) < min(relabelled.values())
+    assert ("the relabelled runs' episodes fell from a level held (the falls column) more often than SAC's on the true "
+            "reward, and the runs without relabelling least") in text
+    spec = results_report.TASKS["hopper_sac"]
+    falls = {arm: sum(len(results_report.course(r, spec).falls) for r in arms["hopper_sac"][arm].records)
+             for arm in ("drlhp", "true_reward", "no-relabel")}
+    assert falls["drlhp"] > falls["true_reward"] > falls["no-relabel"]
+
+
+def test_a_fall_counts_the_episodes_below_the_first_milestone_after_the_mean_reached_the_second(tmp_path):
+    # Pong's milestones are -20, 0, 10. Episodes every 10k steps: 20 at 5 (the mean reaches 0 at the 20th of them),
+    # then 5 at -21 (falls: below -20), 70 at 5, 2 at -20.5. The dip before the mean first reached 0 is no fall.
+    returns = [-21.0] * 3 + [5.0] * 20 + [-21.0] * 5 + [5.0] * 70 + [-20.5] * 2
+    record(tmp_path, "true_reward_seed0", "true_reward", 0, returns)
+    c = results_report.course(read_records(tmp_path)[0], results_report.TASKS["pong"])
+    after = 3 + 20
+    expected = [(i + 1) * 10_000 for i in [*range(after, after + 5), len(returns) - 2, len(returns) - 1]]
+    assert c.falls == expected
+    assert results_report.falls_cell(c.falls) == "7 (240k-1,000k)"
+    assert results_report.falls_cell([]) == "0" and results_report.falls_cell([281_000]) == "1 (281k)"

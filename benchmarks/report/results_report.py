@@ -416,12 +416,14 @@ class Course:
     """What a run's curve did up to its task's step: the first agent step (and the labels used by then) at which its
     20-episode mean reached each of the task's milestones (None: never), its best 20-episode mean and where, the
     mean of its episodes in the last ``LATE`` of the steps, and its episodes' mean length in the first and last
-    ``EARLY_LATE_LENGTH`` of them (None where the curve has no lengths)."""
+    ``EARLY_LATE_LENGTH`` of them (None where the curve has no lengths), and the agent step of each episode that
+    fell below the first milestone after the 20-episode mean had reached the second (a fall from a level held)."""
     reached: list[tuple[float, int | None, int | None]]
     best: float
     best_at: int
     late_mean: float
     lengths: tuple[float, float] | None
+    falls: list[int]
 
 
 def course(record: Record, spec: Task) -> Course:
@@ -446,7 +448,20 @@ def course(record: Record, spec: Task) -> Course:
         early_cut, late_cut = EARLY_LATE_LENGTH * spec.step, (1 - EARLY_LATE_LENGTH) * spec.step
         lengths = (float(np.mean(length[length_steps <= early_cut])),
                    float(np.mean(length[(length_steps > late_cut) & (length_steps <= spec.step)])))
-    return Course(reached, float(means[best]), int(ends[best]), float(np.mean(late)), lengths)
+    falls: list[int] = []
+    held = np.flatnonzero(means >= spec.milestones[1]) if len(spec.milestones) > 1 else []
+    if len(held):
+        after = held[0] + window  # the episodes after the 20 whose mean first reached the level
+        falls = [int(steps[i]) for i in np.flatnonzero(returns[after:] < spec.milestones[0]) + after]
+    return Course(reached, float(means[best]), int(ends[best]), float(np.mean(late)), lengths, falls)
+
+
+def falls_cell(falls: list[int]) -> str:
+    """A run's falls as the curve table gives them: ``0``, or ``12 (281k-292k)``."""
+    if not falls:
+        return "0"
+    span = thousands(falls[0]) if len(falls) == 1 else f"{thousands(falls[0])}-{thousands(falls[-1])}"
+    return f"{len(falls)} ({span})"
 
 
 def thousands(step: int) -> str:
@@ -484,6 +499,9 @@ def curves_table(per_task: dict[str, dict[str, Arm]], family: str) -> str:
                       "each run")
     if show_relabelling:
         header.append("relabelling's share of learning's wall time, each run (the record's notes)")
+    if family == "mujoco":
+        header.append("falls: episodes below the first milestone once the 20-episode mean had reached the second "
+                      "(agent steps), each run")
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for task in tasks:
         spec = TASKS[task]
@@ -505,6 +523,8 @@ def curves_table(per_task: dict[str, dict[str, Arm]], family: str) -> str:
             if show_relabelling:
                 shares = [relabelling(r) for r in arm.records]
                 cells.append("—" if set(shares) == {"—"} else "; ".join(shares))
+            if family == "mujoco":
+                cells.append("; ".join(falls_cell(c.falls) for c in courses))
             lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

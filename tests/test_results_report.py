@@ -508,3 +508,32 @@ def test_a_fall_counts_the_episodes_below_the_first_milestone_after_the_mean_rea
     assert c.falls == expected
     assert results_report.falls_cell(c.falls) == "7 (240k-1,000k)"
     assert results_report.falls_cell([]) == "0" and results_report.falls_cell([281_000]) == "1 (281k)"
+
+
+def test_the_fallible_teacher_sentences_in_words_hold_for_the_records():
+    """docs/results.md's words on the runs with one answer in ten wrong and 200 labels, against the records."""
+    text = " ".join(results_report.DOCS.read_text().split())
+    records = read_records()
+
+    def courses(task: str, arm: str) -> dict[int, results_report.Course]:
+        spec = results_report.TASKS[task]
+        return {r["seed"]: results_report.course(r, spec) for r in results_report.results(records, task)[arm].records}
+
+    def at(c: results_report.Course) -> list[float]:
+        return [float("inf") if step is None else step for _, step, _ in c.reached]
+
+    fallible = "200labels_mistake-rate-0.1"
+    assert "HalfCheetah passed each milestone later on every seed" in text
+    cheetah, cheetah_700 = courses("halfcheetah_sac", fallible), courses("halfcheetah_sac", "drlhp")
+    assert len(cheetah) >= 3
+    assert all(a > b for s in cheetah for a, b in zip(at(cheetah[s]), at(cheetah_700[s])))
+    assert ("On Hopper the first seed passed the first milestone sooner but never the last; the second passed each "
+            "later, then fell in one episode below 0 for a dozen episodes") in text
+    hopper, hopper_700 = courses("hopper_sac", fallible), courses("hopper_sac", "drlhp")
+    first, second = at(hopper[0]), at(hopper[1])
+    assert first[0] < at(hopper_700[0])[0] and first[-1] == float("inf")
+    assert all(a > b for a, b in zip(second, at(hopper_700[1])))
+    assert len(hopper[1].falls) == 12
+    curve = next(r for r in results_report.results(records, "hopper_sac")[fallible].records if r["seed"] == 1).curve()
+    fell = np.isin(curve["agent_steps"], hopper[1].falls)
+    assert (curve["true_episode_return"][fell] < 0).all()

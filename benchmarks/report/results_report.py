@@ -449,10 +449,9 @@ def course(record: Record, spec: Task) -> Course:
         lengths = (float(np.mean(length[length_steps <= early_cut])),
                    float(np.mean(length[(length_steps > late_cut) & (length_steps <= spec.step)])))
     falls: list[int] = []
-    held = np.flatnonzero(means >= spec.milestones[1]) if len(spec.milestones) > 1 else []
-    if len(held):
+    if len(spec.milestones) > 1 and (held := np.flatnonzero(means >= spec.milestones[1])).size:
         after = held[0] + window  # the episodes after the 20 whose mean first reached the level
-        falls = [int(steps[i]) for i in np.flatnonzero(returns[after:] < spec.milestones[0]) + after]
+        falls = [int(s) for s in steps[after:][returns[after:] < spec.milestones[0]]]
     return Course(reached, float(means[best]), int(ends[best]), float(np.mean(late)), lengths, falls)
 
 

@@ -528,7 +528,7 @@ def test_the_fallible_teacher_sentences_in_words_hold_for_the_records():
     assert len(cheetah) >= 3
     assert all(a > b for s in cheetah for a, b in zip(at(cheetah[s]), at(cheetah_700[s])))
     assert ("On Hopper the first seed passed the first milestone sooner but never the last; the second passed each "
-            "later, then fell in one episode below 0 for a dozen episodes") in text
+            "later, then fell in one episode below zero for a dozen episodes") in text
     hopper, hopper_700 = courses("hopper_sac", fallible), courses("hopper_sac", "drlhp")
     first, second = at(hopper[0]), at(hopper[1])
     assert first[0] < at(hopper_700[0])[0] and first[-1] == float("inf")

@@ -49,7 +49,13 @@ from drlhp.cli.setting_flags import add_setting_flag
 from drlhp.config import PreferenceConfig, setting_field
 from drlhp.errors import ConfigError, MissingExtraError, WriteError
 from drlhp.learning_curve import LearningCurveWriter, learning_curve_path, next_session
-from drlhp.sb3 import HumanPreferencesLogger, HumanPreferencesVecEnvWrapper, NoveltyReplayBuffer, RelabelReplayBuffer
+from drlhp.sb3 import (
+    HumanPreferencesLogger,
+    HumanPreferencesVecEnvWrapper,
+    KeepRewardModels,
+    NoveltyReplayBuffer,
+    RelabelReplayBuffer,
+)
 from drlhp.storage.files import prepare_log_dir, writing
 
 #: With unsupervised_steps, the off-policy agent's random steps before it learns (PEBBLE's): it learns to explore after.
@@ -75,6 +81,9 @@ class Args:
     keep_agents: bool = field(default=False, metadata={
         "help": "also keep each saved agent as agent/agent_<agent steps>.pt (policies of every skill the run "
                 "passed through, e.g. for benchmarks/experiments/reward_signal.py)"})
+    keep_reward_models: int = field(default=0, metadata={
+        "help": "also keep the agent's reward model every this many agent steps, as reward_history/step_<agent "
+                "steps>.ckpt (drlhp.sb3.KeepRewardModels: what the reward was when a run fell or stalled); 0: none"})
     seed: int = drlhp_setting("seed", 0, also="the examples seed the envs and the agent with it too")
     # drlhp's settings: each flag, help and default as declared (drlhp.config), unless an example says otherwise.
     segment_length: int = drlhp_setting("segment_length")
@@ -327,6 +336,8 @@ def train_on_predicted_reward(venv: VecEnv, args: Args, make_agent: Callable[[Ve
                 sys.exit(2)
             explore_first(agent)
         callbacks: list[BaseCallback] = [HumanPreferencesLogger(), *([relabel] if relabel else [])]
+        if args.keep_reward_models:
+            callbacks.append(KeepRewardModels(args.keep_reward_models))
         started = time.monotonic()
         logger = learn(agent, args, session, wrapped, extra_callbacks=callbacks)
         if relabel is not None:

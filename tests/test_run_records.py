@@ -59,7 +59,8 @@ def test_records_are_read_back_and_an_incomplete_one_names_what_it_lacks(tmp_pat
 
 
 def test_only_the_label_budget_seed_bookkeeping_and_the_teacher_leave_a_run_on_the_defaults():
-    assert changed_defaults(["--label-budget", "3000", "--seed=1", "--keep-agents", "--save-every", "0"]) == []
+    assert changed_defaults(["--label-budget", "3000", "--seed=1", "--keep-agents", "--save-every", "0",
+                            "--keep-reward-models", "5000"]) == []
     assert changed_defaults(["--teacher-mistake-rate", "0.1", "--teacher-beta=2", "--life-loss-penalty", "1"]) == []
     assert changed_defaults(["--label-budget", "3000", "--reward-centre", "median", "--no-reward-predictor-batchnorm",
                              "--n-initial-prefs=250"]) == ["--reward-centre median", "--no-reward-predictor-batchnorm",

@@ -72,7 +72,8 @@ TEACHER_ARGS = {"--teacher-mistake-rate": "mistake_rate", "--teacher-equal-thres
                 "--teacher-beta": "beta", "--life-loss-penalty": "life_loss_penalty"}
 #: Example arguments that leave a run on drlhp's defaults: how many labels, which seed, how often to print and save,
 #: and the teacher.
-DEFAULTS_KEEP = ("--label-budget", "--seed", "--log-every", "--save-every", "--keep-agents", *TEACHER_ARGS)
+DEFAULTS_KEEP = ("--label-budget", "--seed", "--log-every", "--save-every", "--keep-agents", "--keep-reward-models",
+                 *TEACHER_ARGS)
 LAUNCH_FILE = "launch.json"
 RECORDED_AS = "recorded_as"
 

@@ -448,11 +448,19 @@ def course(record: Record, spec: Task) -> Course:
         early_cut, late_cut = EARLY_LATE_LENGTH * spec.step, (1 - EARLY_LATE_LENGTH) * spec.step
         lengths = (float(np.mean(length[length_steps <= early_cut])),
                    float(np.mean(length[(length_steps > late_cut) & (length_steps <= spec.step)])))
-    falls: list[int] = []
-    if len(spec.milestones) > 1 and (held := np.flatnonzero(means >= spec.milestones[1])).size:
-        after = held[0] + window  # the episodes after the 20 whose mean first reached the level
-        falls = [int(s) for s in steps[after:][returns[after:] < spec.milestones[0]]]
+    falls = fall_steps(steps, returns, spec.milestones) if len(spec.milestones) > 1 else []
     return Course(reached, float(means[best]), int(ends[best]), float(np.mean(late)), lengths, falls)
+
+
+def fall_steps(steps: np.ndarray, returns: np.ndarray, milestones: tuple[float, ...]) -> list[int]:
+    """The agent step of each episode below the first milestone once the 20-episode mean had reached the second."""
+    window = min(WINDOW, len(returns))
+    means = np.convolve(returns, np.ones(window) / window, mode="valid")
+    held = np.flatnonzero(means >= milestones[1])
+    if not held.size:
+        return []
+    after = held[0] + window  # the episodes after the 20 whose mean first reached the level
+    return [int(s) for s in steps[after:][returns[after:] < milestones[0]]]
 
 
 def falls_cell(falls: list[int]) -> str:

@@ -87,6 +87,16 @@ class HumanPreferencesVecEnvWrapper(PipelineFrontEnd, VecEnvWrapper):
         self._close_all(self.venv.close)
 
 
+def wrapper_in(env: VecEnv, user: str) -> HumanPreferencesVecEnvWrapper:
+    """The ``HumanPreferencesVecEnvWrapper`` in a model's env stack; ``user`` (a callback's name) says who needs it."""
+    while not isinstance(env, HumanPreferencesVecEnvWrapper):
+        if not isinstance(env, VecEnvWrapper):
+            raise TypeError(f"{user} needs a drlhp.sb3.HumanPreferencesVecEnvWrapper in the model's env (wrap your "
+                            "VecEnv with it)")
+        env = env.venv
+    return env
+
+
 class HumanPreferencesLogger(BaseCallback):
     """Adds drlhp's figures to SB3's logger at the end of each rollout: TensorBoard, CSV, stdout alike.
 
@@ -104,13 +114,7 @@ class HumanPreferencesLogger(BaseCallback):
         self._true: list[float] = []
 
     def _wrapper(self) -> HumanPreferencesVecEnvWrapper:
-        env = self.training_env
-        while not isinstance(env, HumanPreferencesVecEnvWrapper):
-            if not isinstance(env, VecEnvWrapper):
-                raise TypeError("HumanPreferencesLogger needs a drlhp.sb3.HumanPreferencesVecEnvWrapper in the "
-                                "model's env (wrap your VecEnv with it)")
-            env = env.venv
-        return env
+        return wrapper_in(self.training_env, "HumanPreferencesLogger")
 
     def record_stats(self, stats: PipelineStats, using_predicted_reward: bool) -> None:
         """Record a pipeline's counters; those it does not count (None: a Ray runner's labels are its

@@ -9,6 +9,7 @@
     reward_predictor_checkpoints/
       reward_predictor.ckpt             the reward network and its normaliser
       optimizer_state.pt                Adam's state, so a resumed run trains on as if never stopped
+    reward_history/step_<N>.ckpt        the agent's reward model at agent step N (drlhp.sb3.KeepRewardModels)
     reward_training_metrics.csv         a row per checkpoint
     human_labels.csv                    a row per answer a person gave
     learning_curve.csv                  the examples' episodes (drlhp.storage.curve_csv)
@@ -29,6 +30,7 @@ JOURNAL_SUFFIX = ".journal"
 CHECKPOINT_DIRNAME = "reward_predictor_checkpoints"
 CHECKPOINT_FILENAME = "reward_predictor.ckpt"
 TRAINER_STATE_FILENAME = "optimizer_state.pt"
+REWARD_HISTORY_DIRNAME = "reward_history"
 METRICS_FILENAME = "reward_training_metrics.csv"
 HUMAN_LABELS_FILENAME = "human_labels.csv"
 LEARNING_CURVE_FILENAME = "learning_curve.csv"
@@ -68,6 +70,10 @@ class LogDir:
     @property
     def trainer_state(self) -> str:
         return self._join(CHECKPOINT_DIRNAME, TRAINER_STATE_FILENAME)
+
+    def reward_history(self, agent_steps: int) -> str:
+        """The reward model the agent had at ``agent_steps``, as ``KeepRewardModels`` keeps it."""
+        return self._join(REWARD_HISTORY_DIRNAME, f"step_{agent_steps}.ckpt")
 
     @property
     def metrics(self) -> str:

@@ -40,7 +40,7 @@ def test_the_table_gives_each_kept_model_and_the_fall_with_the_model_in_use_then
         predictor.save(str(log_dir / "reward_history" / f"step_{step}.ckpt"))
     out = subprocess.run([sys.executable, "-m", "benchmarks.experiments.reward_over_run", str(tmp_path), "--task",
                           "hopper_sac"], capture_output=True, text=True, check=True).stdout.splitlines()
-    table = out[out.index("model_step rho_all_episodes rho_last_20_episodes") + 1:]
+    table = out[out.index("model_step rho_all_episodes rho_last_20_episodes change") + 1:]
     assert [line.split()[0] for line in table[:3]] == ["100", "200", "250"]
     fall = out[-1].split()
     # The fall's first step and last, its episodes, the model kept last before it began, the returns around it.

@@ -6,7 +6,7 @@ its saved replay buffer (``drlhp/agent/replay_buffer.npz``, every step while the
 its learning curve (each episode's true return). Each model scores every episode of the run: the sum of its
 normalised rewards over the episode's steps. Per model, the table gives Spearman's rank correlation between those
 scores and the true returns, over all the run's episodes and over the 20 before the model's step (what the agent
-was doing then).
+was doing then), and how much the reward of a step changed since the model kept before.
 
 Then, for each fall (the results page's: episodes below the task's first milestone once the 20-episode mean had
 reached the second; consecutive ones make one fall), the model the agent had when it fell: the share of pairs (a
@@ -80,17 +80,21 @@ def main() -> None:
     within = curve["agent_steps"] <= len(observations)
     ends, returns = curve["agent_steps"][within].astype(int), curve["true_episode_return"][within]
     lengths = curve["episode_length"][within].astype(int)
-    scores = {step: episode_scores(RewardPredictor.load(path).normalised_rewards(observations), ends, lengths)
-              for step, path in kept}
-    milestones = TASKS[args.task].milestones
     lines = [f"# python -m benchmarks.experiments.reward_over_run {shlex.join(sys.argv[1:])}",
              f"# commit {git_commit()}; {len(ends)} episodes; a model's score of an episode: the sum of its "
-             "normalised rewards; rho: Spearman's rank correlation with the true returns",
-             "model_step rho_all_episodes rho_last_20_episodes"]
-    for step, score in scores.items():
+             "normalised rewards; rho: Spearman's rank correlation with the true returns; change: the mean absolute "
+             "change of a step's reward from the model kept before, in this model's reward std",
+             "model_step rho_all_episodes rho_last_20_episodes change"]
+    scores, previous = {}, None
+    for step, path in kept:
+        rewards = RewardPredictor.load(path).normalised_rewards(observations)
+        scores[step] = score = episode_scores(rewards, ends, lengths)
         recent = np.flatnonzero(ends <= step)[-WINDOW:]
         rho_recent = spearmanr(score[recent], returns[recent])[0] if len(recent) > 2 else float("nan")
-        lines.append(f"{step} {spearmanr(score, returns)[0]:.3f} {rho_recent:.3f}")
+        change = np.mean(np.abs(rewards - previous)) / np.std(rewards) if previous is not None else float("nan")
+        lines.append(f"{step} {spearmanr(score, returns)[0]:.3f} {rho_recent:.3f} {change:.3f}")
+        previous = rewards
+    milestones = TASKS[args.task].milestones
     lines.append(f"# falls: episodes below {milestones[0]:g} once the 20-episode mean had reached {milestones[1]:g}; "
                  "ranked right: the share of pairs (fallen episode, one of the 20 before) the model in use at the "
                  "fall's first step ranks with the episode before higher")

@@ -204,8 +204,12 @@ class PreferenceConfig:
     reward_predictor_weight_decay: float = REWARD_MODEL(1e-4, (
         "L2 penalty (Adam's weight decay); with `adaptive_l2`, its starting value"))
     adaptive_l2: bool = REWARD_MODEL(True, (
-        "at each checkpoint, scale the L2 penalty by 1.5 up or down to keep the validation loss 1.1-1.5 × the "
-        "training loss (the paper's rule against overfitting few labels)"))
+        "at each checkpoint, scale the L2 penalty by `adaptive_l2_factor` up or down to keep the validation loss "
+        "1.1-1.5 × the training loss (the paper's rule against overfitting few labels)"))
+    adaptive_l2_factor: float = REWARD_MODEL(1.5, (
+        "what `adaptive_l2` scales the L2 penalty by at a checkpoint; nearer 1, the penalty, and with it the "
+        "reward, moves less from one checkpoint to the next where a few validation labels make the loss ratio "
+        "swing ([The reward between labels](reward-model.md#the-reward-between-labels))"))
     reward_predictor_weight_average: float | None = REWARD_MODEL(0.99, (
         "checkpoints hold an exponential moving average of the weights with this decay (0.99: about the last 100 "
         "training steps), a steadier network than the last step's; None: the weights as trained ([Weight "
@@ -371,6 +375,8 @@ def check_config(c: PreferenceConfig) -> None:
          f"reward_predictor_weight_average is the decay of the weights' moving average: in (0, 1) (e.g. 0.99), "
          f"or None for the weights as trained; got {c.reward_predictor_weight_average}")
     check_device_name(c.reward_predictor_device)
+    need(c.adaptive_l2_factor > 1, "adaptive_l2_factor must be > 1 (1.5: the default; 1 would never change the "
+         "penalty: pass adaptive_l2=False for that)")
     need(not c.adaptive_l2 or c.reward_predictor_weight_decay > 0, "adaptive_l2 scales reward_predictor_weight_decay "
          "up and down, so it must start above 0 (e.g. 1e-4), or pass adaptive_l2=False")
     need(c.segment_queue_size is None or c.segment_queue_size >= 1,

@@ -33,9 +33,9 @@ def labelled(n_pairs: int, seed: int) -> PrefBuffer:
 
 def settings(**changes) -> LearnerConfig:
     base = dict(net=NetConfig(SPEC, dropout=0.0), lr=1e-2, batch_size=16, noise_prob=0.0, weight_decay=1e-4,
-                adaptive_l2=True, augmentation=NO_AUGMENTATION, reward_scale=0.05, reward_centre="mean",
-                ckpt_interval=20, n_initial_training_steps=5, seed=0, device="cpu", weight_average=None,
-                estimate_noise_prob=False, label_filter=None, label_flip=None)
+                adaptive_l2=True, adaptive_l2_factor=1.5, augmentation=NO_AUGMENTATION, reward_scale=0.05,
+                reward_centre="mean", ckpt_interval=20, n_initial_training_steps=5, seed=0, device="cpu",
+                weight_average=None, estimate_noise_prob=False, label_filter=None, label_flip=None)
     return LearnerConfig(**{**base, **changes})
 
 

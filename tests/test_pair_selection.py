@@ -4,7 +4,7 @@ import pytest
 from drlhp.clips.clip import Clip
 from drlhp.labelling.interface import PrefInterface, PrefInterfaceConfig
 from drlhp.labelling.pair_selection import DisagreementScorer, preference_disagreement
-from drlhp.reward.optimiser import L2_FACTOR, adapted_l2
+from drlhp.reward.optimiser import adapted_l2
 
 
 class MemberColumns:
@@ -76,6 +76,7 @@ def test_random_until_there_is_an_ensemble():
 
 
 @pytest.mark.parametrize("val, train, direction", [(2.0, 1.0, 1), (1.3, 1.0, 0), (1.0, 1.0, -1)])
-def test_adaptive_l2_moves_the_coefficient_the_right_way(val, train, direction):
-    got = adapted_l2(1e-3, val_loss=val, train_loss=train)
-    assert got == pytest.approx(1e-3 * L2_FACTOR ** direction)
+@pytest.mark.parametrize("factor", [1.5, 1.05])
+def test_adaptive_l2_moves_the_coefficient_the_right_way_by_its_factor(val, train, direction, factor):
+    got = adapted_l2(1e-3, val_loss=val, train_loss=train, factor=factor)
+    assert got == pytest.approx(1e-3 * factor ** direction)

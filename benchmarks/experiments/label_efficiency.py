@@ -138,7 +138,7 @@ def run(task):
         seconds += train(optimiser, rest, stream, round(steps_per_label * ROUND), rng)
         if len(pairs) % (4 * ROUND) == 0:
             optimiser.weight_decay = adapted_l2(optimiser.weight_decay, loss(optimiser, stream, held_out),
-                                              loss(optimiser, stream, rest))
+                                              loss(optimiser, stream, rest), PreferenceConfig.adaptive_l2_factor)
         if len(pairs) in MILESTONES:
             returns = clip_returns(predictor, [fresh[i] for i in used])
             predictor.normaliser = RewardNormaliser.fit(returns, 1.0)  # weights the members as the agent's reward does

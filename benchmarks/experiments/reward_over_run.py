@@ -6,7 +6,8 @@ its saved replay buffer (``drlhp/agent/replay_buffer.npz``, every step while the
 its learning curve (each episode's true return). Each model scores every episode of the run: the sum of its
 normalised rewards over the episode's steps. Per model, the table gives Spearman's rank correlation between those
 scores and the true returns, over all the run's episodes and over the 20 before the model's step (what the agent
-was doing then), and how much the reward of a step changed since the model kept before.
+was doing then), and how much the reward of a step changed since the model kept before (its shift of every step
+alike left out: that changes no choice of the agent's).
 
 Then, for each fall (the results page's: episodes below the task's first milestone once the 20-episode mean had
 reached the second; consecutive ones make one fall), the model the agent had when it fell: the share of pairs (a
@@ -82,8 +83,9 @@ def main() -> None:
     lengths = curve["episode_length"][within].astype(int)
     lines = [f"# python -m benchmarks.experiments.reward_over_run {shlex.join(sys.argv[1:])}",
              f"# commit {git_commit()}; {len(ends)} episodes; a model's score of an episode: the sum of its "
-             "normalised rewards; rho: Spearman's rank correlation with the true returns; change: the mean absolute "
-             "change of a step's reward from the model kept before, in this model's reward std",
+             "normalised rewards; rho: Spearman's rank correlation with the true returns; change: the std of the "
+             "change of a step's reward from the model kept before, in this model's reward std (a shift of all "
+             "alike is none)",
              "model_step rho_all_episodes rho_last_20_episodes change"]
     scores, previous = {}, None
     for step, path in kept:
@@ -91,7 +93,7 @@ def main() -> None:
         scores[step] = score = episode_scores(rewards, ends, lengths)
         recent = np.flatnonzero(ends <= step)[-WINDOW:]
         rho_recent = spearmanr(score[recent], returns[recent])[0] if len(recent) > 2 else float("nan")
-        change = np.mean(np.abs(rewards - previous)) / np.std(rewards) if previous is not None else float("nan")
+        change = np.std(rewards - previous) / np.std(rewards) if previous is not None else float("nan")
         lines.append(f"{step} {spearmanr(score, returns)[0]:.3f} {rho_recent:.3f} {change:.3f}")
         previous = rewards
     milestones = TASKS[args.task].milestones

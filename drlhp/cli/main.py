@@ -142,7 +142,8 @@ TRAIN_REWARD_STEPS = 1000  # train-reward's steps when neither --steps nor --epo
 TRAIN_REWARD_SETTINGS = (
     "reward_predictor_batch_size", "reward_predictor_lr", "reward_predictor_ckpt_interval", "reward_net_arch",
     "ensemble_size", "reward_predictor_dropout", "reward_predictor_batchnorm", "reward_predictor_frame_norm",
-    "reward_predictor_device", "reward_predictor_weight_decay", "adaptive_l2", "reward_predictor_weight_average",
+    "reward_predictor_device", "reward_predictor_weight_decay", "adaptive_l2", "adaptive_l2_factor",
+    "reward_predictor_weight_average",
     "augment_shift", "temporal_crop_min_length", "pseudo_label_threshold", "noise_prob", "estimate_noise_prob",
     "label_filter", "label_flip", "reward_scale", "reward_centre", "val_fraction", "seed", "tensorboard_log")
 

@@ -50,6 +50,7 @@ class LearnerConfig:
     noise_prob: float
     weight_decay: float
     adaptive_l2: bool
+    adaptive_l2_factor: float
     augmentation: Augmentation
     reward_scale: float
     reward_centre: RewardCentre
@@ -209,7 +210,8 @@ class Learner:
                 if self.config.adaptive_l2:
                     # Keep validation loss 1.1-1.5x training loss (both without dropout) by scaling the L2 penalty.
                     train_loss, _ = self.optimiser.evaluate(self._batches(train_db))
-                    self.optimiser.weight_decay = adapted_l2(self.optimiser.weight_decay, val_loss, train_loss)
+                    self.optimiser.weight_decay = adapted_l2(self.optimiser.weight_decay, val_loss, train_loss,
+                                                               self.config.adaptive_l2_factor)
             if not np.isnan(val_acc):
                 self._last_val = (float(val_acc), self.step)
             self.predictor.provenance = self._provenance(train_db, val_db)

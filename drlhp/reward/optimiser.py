@@ -25,20 +25,20 @@ from drlhp.reward.predictor import (
 )
 from drlhp.storage.files import atomic_write
 
-#: The paper's band for validation loss / training loss; adaptive L2 steers into it by this factor per checkpoint.
-L2_BAND, L2_FACTOR = (1.1, 1.5), 1.5
+#: The paper's band for validation loss / training loss, which adaptive L2 steers into.
+L2_BAND = (1.1, 1.5)
 #: Adaptive L2 stays within these bounds: it never switches the penalty off, nor lets it swamp the loss.
 L2_LIMITS = (1e-7, 1.0)
 
 
-def adapted_l2(coefficient: float, val_loss: float, train_loss: float) -> float:
-    """The L2 coefficient for the next stretch of training: up when validation loss runs away from
+def adapted_l2(coefficient: float, val_loss: float, train_loss: float, factor: float) -> float:
+    """The L2 coefficient for the next stretch of training: ``factor`` times up when validation loss runs away from
     training loss (overfitting), down when they are too close (underfitting)."""
     ratio = val_loss / max(train_loss, 1e-8)
     if ratio > L2_BAND[1]:
-        coefficient *= L2_FACTOR
+        coefficient *= factor
     elif ratio < L2_BAND[0]:
-        coefficient /= L2_FACTOR
+        coefficient /= factor
     return min(max(coefficient, L2_LIMITS[0]), L2_LIMITS[1])
 
 

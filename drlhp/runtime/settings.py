@@ -99,6 +99,7 @@ def learner_config(config: PreferenceConfig, frame_spec: FrameSpec) -> LearnerCo
         net=net_config(config, frame_spec), lr=config.reward_predictor_lr,
         batch_size=config.reward_predictor_batch_size, noise_prob=config.noise_prob,
         weight_decay=config.reward_predictor_weight_decay, adaptive_l2=config.adaptive_l2,
+        adaptive_l2_factor=config.adaptive_l2_factor,
         augmentation=config.augmentation, reward_scale=config.reward_scale, reward_centre=config.reward_centre,
         ckpt_interval=config.reward_predictor_ckpt_interval, n_initial_training_steps=config.n_initial_training_steps,
         seed=config.seed, device=config.reward_predictor_device, weight_average=config.reward_predictor_weight_average,

@@ -246,6 +246,37 @@ def test_the_offline_label_noise_table_counts_the_seeds_a_lever_beat_the_default
                     "0.1 | 102-152 | 0 |"]
 
 
+def test_the_drift_table_is_each_logs_rows_with_its_command_and_commit(tmp_path):
+    log = tmp_path / "hopper_sac" / "reward_drift.log"
+    log.parent.mkdir(parents=True)
+    log.write_text("# python -m benchmarks.experiments.reward_drift RUN --out X\n# commit abc; checkpoints every 1500\n"
+                   "variant change_per_checkpoint episode_rho l2_lowest l2_highest val_accuracy_at_end\n"
+                   "defaults 0.152 [0.092, 0.208] 0.985 [0.981, 0.989] 0.0438 0.333 0.800\n")
+    table, _, source = results_report.drift_table(tmp_path).partition("\n\n")
+    assert table.splitlines()[2:] == ["| Hopper (SAC) | defaults | 0.152 [0.092, 0.208] | 0.985 [0.981, 0.989] | "
+                                      "0.0438-0.333 | 0.800 |"]
+    assert source == ("Hopper (SAC): `python -m benchmarks.experiments.reward_drift RUN --out X` (commit abc; "
+                      "checkpoints every 1500).")
+    assert results_report.drift_table(tmp_path / "none") == "Not measured yet."
+
+
+def test_the_reward_model_pages_words_on_the_drift_hold_for_the_log():
+    page = " ".join((ROOT / "docs" / "reward-model.md").read_text().split())
+    rows = {line.split()[0]: line.replace(", ", ",").split() for line in
+            (results_report.RESULTS / "hopper_sac" / "reward_drift.log").read_text().splitlines()[3:]}
+
+    def change(variant: str) -> tuple[float, float, float]:
+        low, high = rows[variant][2].strip("[]").split(",")
+        return float(rows[variant][1]), float(low), float(high)
+
+    both, alone = "adaptive-l2-factor-1.05-weight-average-0.9999", ["adaptive-l2-factor-1.05", "weight-average-0.9999"]
+    assert "moved a step's reward less than the defaults at every checkpoint kept" in page
+    assert change(both)[2] < change("defaults")[1]
+    assert [v for v in rows if v != "defaults" and change(v)[2] < change("defaults")[1]] == [both]
+    assert "either alone moved it less in the median" in page
+    assert all(change(v)[0] < change("defaults")[0] for v in alone)
+
+
 @pytest.mark.parametrize("runs", [1, 2, 3, 4, 5, 6])
 def test_over_4_runs_or_fewer_the_bracket_is_the_runs_range_and_is_called_so(runs):
     """What the page's "How to read the tables" says: a 95 % bootstrap interval over 4 runs or fewer is exactly their

@@ -52,7 +52,7 @@ DOCS = ROOT / "docs" / "results.md"
 HISTORY = ROOT / "docs" / "history.md"
 #: The pages with generated blocks: <!-- report:NAME --> ... <!-- /report -->.
 PAGES = (DOCS, HISTORY, ROOT / "README.md", ROOT / "docs" / "labelling.md", ROOT / "docs" / "datasets.md",
-         ROOT / "docs" / "getting-started.md", ROOT / "docs" / "examples.md")
+         ROOT / "docs" / "getting-started.md", ROOT / "docs" / "examples.md", ROOT / "docs" / "reward-model.md")
 #: The labelling page's pace, measured by benchmarks/experiments/web_labelling_pace.py.
 PACE = RESULTS / "labelling_pace" / "pong_web.json"
 IMAGES = ROOT / "docs" / "images"
@@ -659,6 +659,26 @@ def lives_sentence(log: Path = RESULTS / "atari_lives" / "lives_in_clips.log") -
             f"run yet (`benchmarks/experiments/lives_in_clips.py`; the log in `benchmarks/results/atari_lives/`).")
 
 
+def drift_table(root: Path = RESULTS) -> str:
+    """How much a step's reward moves between checkpoints on unchanged labels (``benchmarks/experiments/
+    reward_drift.py``), each task's logged variants as a table, with the run and commit the log names."""
+    lines = ["| task | variant | change of a step's reward per checkpoint kept, median [lowest, highest] | episodes' "
+             "rank correlation with the true returns, median [lowest, highest] | L2 penalty, lowest-highest | "
+             "validation accuracy at the end |", "|---|---|---|---|---|---|"]
+    sources = []
+    for log in sorted(root.glob("*/reward_drift.log")):
+        title = TASKS[log.parent.name].title
+        comments = [line[2:] for line in log.read_text().splitlines() if line.startswith("# ")]
+        sources.append(f"{title}: `{comments[0]}` ({comments[1]})")
+        for line in log.read_text().splitlines()[3:]:
+            variant, change, change_range, rho, rho_range, l2_low, l2_high, val = line.replace(", ", ",").split()
+            lines.append(f"| {title} | {variant} | {change} {change_range.replace(',', ', ')} | {rho} "
+                         f"{rho_range.replace(',', ', ')} | {l2_low}-{l2_high} | {val} |")
+    if not sources:
+        return "Not measured yet."
+    return "\n".join(lines) + "\n\n" + "; ".join(sources) + "."
+
+
 def label_noise_table(root: Path = RESULTS) -> str:
     """The offline measure of a fallible teacher (``benchmarks/experiments/label_noise.py``): each task's logged
     means over the seeds, with the lowest and highest, as a table; from the seeds' own rows, on how many a variant's
@@ -742,6 +762,7 @@ def tables(records: list[Record]) -> dict[str, str]:
         "offline": "\n\n".join(filter(None, [main_table(per_task, "offline"), targets_sentence(per_task, "offline")])),
         "levers": levers_table(records, per_task),  # docs/history.md's
         "labelnoise": label_noise_table(),
+        "drift": drift_table(),  # docs/reward-model.md's
         "lives": lives_sentence(),  # docs/examples.md's
         # docs/labelling.md's
         "pace": pace_sentence(),

@@ -568,3 +568,13 @@ def test_the_fallible_teacher_sentences_in_words_hold_for_the_records():
     curve = next(r for r in results_report.results(records, "hopper_sac")[fallible].records if r["seed"] == 1).curve()
     fell = np.isin(curve["agent_steps"], hopper[1].falls)
     assert (curve["true_episode_return"][fell] < 0).all()
+    assert "The third stalled far below the first milestone for half the run and never reached it" in text
+    assert at(hopper[2])[0] == float("inf")
+    assert ("ranked its latest 20 episodes among themselves no better than at random in the middle of the stall, for a "
+            "while the wrong way round, and right later, as it rose slowly") in text
+    log = results_report.RESULTS / "hopper_sac" / f"reward_over_run_seed2_{fallible}.log"
+    kept = np.array([[float(v) for v in line.split()[:3]] for line in log.read_text().splitlines()
+                     if line[:1].isdigit() and len(line.split()) == 4])  # model_step, rho_all, rho_last_20
+    stall = kept[(kept[:, 0] >= 100_000) & (kept[:, 0] < 140_000), 2]  # its 20-episode mean was below 400 then
+    assert abs(np.median(stall)) < 0.2 and stall.min() < -0.5
+    assert np.median(kept[kept[:, 0] >= 160_000, 2]) > 0.8

@@ -17,8 +17,8 @@ PUBLIC_PATHS = {
                         "ConcurrentLabeller", "ServesPage", "UNDO", "Undo"},
     "drlhp.learning_curve": {"COLUMNS", "LearningCurveWriter", "current_rows", "curve_from_rows", "learning_curve_path",
                              "next_session", "read_learning_curve", "read_rows"},
-    "drlhp.sb3": {"HumanPreferencesLogger", "HumanPreferencesVecEnvWrapper", "NoveltyReplayBuffer",
-                  "RelabelReplayBuffer"},
+    "drlhp.sb3": {"HumanPreferencesLogger", "HumanPreferencesVecEnvWrapper", "KeepRewardModels", "NoveltyReplayBuffer",
+                  "RelabelReplayBuffer", "reward_history"},
 }
 
 

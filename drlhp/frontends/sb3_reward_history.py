@@ -46,8 +46,9 @@ class KeepRewardModels(BaseCallback):
             self._next = (self.num_timesteps // self.every + 1) * self.every
             predictor = self.wrapper.pipeline.predictor
             if predictor is not None and self.wrapper.using_reward_from_predictor:
-                path = LogDir(self.wrapper.log_dir).reward_history(self.num_timesteps)
-                os.makedirs(os.path.dirname(path), exist_ok=True)
+                log_dir = LogDir(self.wrapper.log_dir)
+                os.makedirs(log_dir.reward_history_dir, exist_ok=True)
+                path = log_dir.reward_history(self.num_timesteps)
                 predictor.save(path)
                 self.kept.append(path)
         return True
@@ -55,7 +56,7 @@ class KeepRewardModels(BaseCallback):
 
 def reward_history(log_dir: str) -> list[tuple[int, str]]:
     """The reward models ``KeepRewardModels`` kept in ``log_dir``: ``(agent steps, path)`` in step order."""
-    folder = os.path.dirname(LogDir(log_dir).reward_history(0))
+    folder = LogDir(log_dir).reward_history_dir
     names = os.listdir(folder) if os.path.isdir(folder) else []
     kept = [(int(m.group(1)), os.path.join(folder, name)) for name in names if (m := HISTORY_FILE.fullmatch(name))]
     return sorted(kept)

@@ -71,6 +71,10 @@ class LogDir:
     def trainer_state(self) -> str:
         return self._join(CHECKPOINT_DIRNAME, TRAINER_STATE_FILENAME)
 
+    @property
+    def reward_history_dir(self) -> str:
+        return self._join(REWARD_HISTORY_DIRNAME)
+
     def reward_history(self, agent_steps: int) -> str:
         """The reward model the agent had at ``agent_steps``, as ``KeepRewardModels`` keeps it."""
         return self._join(REWARD_HISTORY_DIRNAME, f"step_{agent_steps}.ckpt")

@@ -25,14 +25,12 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from scipy.stats import spearmanr
 
-from benchmarks.experiments.reward_over_run import episode_scores, stored_steps
+from benchmarks.experiments.reward_over_run import episode_scores, run_episodes
 from benchmarks.report.run_records import git_commit
-from drlhp.cli.offline import train_reward
+from drlhp.cli.offline import spearman, train_reward
 from drlhp.config import PreferenceConfig
 from drlhp.reward.predictor import RewardPredictor
-from drlhp.storage.curve_csv import read_learning_curve
 from drlhp.storage.layout import LogDir
 
 #: The settings compared, by the name a row gives them: drlhp's settings each changes (``{}``: the defaults).
@@ -62,16 +60,11 @@ def measure(run: Path, out: Path, settings: dict, steps: int, every: int, warm_u
 
     last = train_reward(str(run / "drlhp"), str(log_dir), steps=steps, on_step=keep, torch_threads=1, seed=seed,
                         **settings)
-    observations = stored_steps(run).astype(np.float32)
-    curve = read_learning_curve(str(run / "drlhp"))
-    assert curve is not None, f"{run} has no learning curve"
-    within = curve["agent_steps"] <= len(observations)
-    ends, lengths = curve["agent_steps"][within].astype(int), curve["episode_length"][within].astype(int)
-    returns = curve["true_episode_return"][within]
+    observations, ends, lengths, returns = run_episodes(run)
     changes, rhos, previous = [], [], None
     for step in range(warm_up + every, steps + 1, every):
         rewards = RewardPredictor.load(str(out / "kept" / f"step_{step}.ckpt")).normalised_rewards(observations)
-        rhos.append(spearmanr(episode_scores(rewards, ends, lengths), returns)[0])
+        rhos.append(spearman(episode_scores(rewards, ends, lengths), returns))
         if previous is not None:
             changes.append(np.std(rewards - previous) / np.std(rewards))
         previous = rewards

@@ -25,10 +25,10 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from scipy.stats import spearmanr
 
 from benchmarks.report.results_report import TASKS, WINDOW, fall_steps
 from benchmarks.report.run_records import git_commit
+from drlhp.cli.offline import spearman
 from drlhp.reward.predictor import RewardPredictor
 from drlhp.sb3 import reward_history
 from drlhp.storage.curve_csv import read_learning_curve
@@ -42,6 +42,17 @@ def stored_steps(run_dir: Path, key: str = "next_observations") -> np.ndarray:
             sys.exit(f"error: {path} has wrapped round, so the run's first steps are gone: a run shorter than the "
                      "agent's buffer_size is needed")
         return buffer[key][:int(buffer["pos"]), 0]
+
+
+def run_episodes(run_dir: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """A run's stored steps (the observations its transitions end in) and, for each episode they hold, its last agent
+    step, its length and its true return (from the learning curve)."""
+    observations = stored_steps(run_dir).astype(np.float32)
+    curve = read_learning_curve(str(run_dir / "drlhp"))
+    assert curve is not None, f"{run_dir} has no learning curve"
+    within = curve["agent_steps"] <= len(observations)
+    return (observations, curve["agent_steps"][within].astype(int), curve["episode_length"][within].astype(int),
+            curve["true_episode_return"][within])
 
 
 def episode_scores(rewards: np.ndarray, ends: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -75,12 +86,7 @@ def main() -> None:
     if not kept:
         sys.exit(f"error: {log_dir} has no reward models kept over the run (run the example with "
                  "--keep-reward-models N)")
-    curve = read_learning_curve(str(log_dir))
-    assert curve is not None, f"{log_dir} has no learning curve"
-    observations = stored_steps(args.run).astype(np.float32)
-    within = curve["agent_steps"] <= len(observations)
-    ends, returns = curve["agent_steps"][within].astype(int), curve["true_episode_return"][within]
-    lengths = curve["episode_length"][within].astype(int)
+    observations, ends, lengths, returns = run_episodes(args.run)
     lines = [f"# python -m benchmarks.experiments.reward_over_run {shlex.join(sys.argv[1:])}",
              f"# commit {git_commit()}; {len(ends)} episodes; a model's score of an episode: the sum of its "
              "normalised rewards; rho: Spearman's rank correlation with the true returns; change: the std of the "
@@ -92,9 +98,9 @@ def main() -> None:
         rewards = RewardPredictor.load(path).normalised_rewards(observations)
         scores[step] = score = episode_scores(rewards, ends, lengths)
         recent = np.flatnonzero(ends <= step)[-WINDOW:]
-        rho_recent = spearmanr(score[recent], returns[recent])[0] if len(recent) > 2 else float("nan")
+        rho_recent = spearman(score[recent], returns[recent]) if len(recent) > 2 else float("nan")
         change = np.std(rewards - previous) / np.std(rewards) if previous is not None else float("nan")
-        lines.append(f"{step} {spearmanr(score, returns)[0]:.3f} {rho_recent:.3f} {change:.3f}")
+        lines.append(f"{step} {spearman(score, returns):.3f} {rho_recent:.3f} {change:.3f}")
         previous = rewards
     milestones = TASKS[args.task].milestones
     lines.append(f"# falls: episodes below {milestones[0]:g} once the 20-episode mean had reached {milestones[1]:g}; "

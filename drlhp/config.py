@@ -177,6 +177,11 @@ class PreferenceConfig:
     # Reward model
     n_initial_training_steps: int = REWARD_MODEL(50, (
         "training steps before the predicted reward is returned (a checkpoint is written at that step)"))
+    training_steps_per_label: int | None = REWARD_MODEL(None, (
+        "the trainer pauses once it has taken this many training steps for each label of the run (the pause falls "
+        "on a checkpoint) and goes on as labels come: the reward holds still between labels, and its core is the "
+        "agent's meanwhile ([Training steps per label](reward-model.md#training-steps-per-label)). None: it trains "
+        "without pause, as in Christiano et al."))
     reward_predictor_ckpt_interval: int = REWARD_MODEL(100, (
         "training steps between checkpoints (and validation and a metrics row)"))
     reward_predictor_lr: float = REWARD_MODEL(1e-3, "Adam's learning rate")
@@ -362,6 +367,12 @@ def check_config(c: PreferenceConfig) -> None:
         need(getattr(c, name) >= 0, f"{name} must be >= 0, got {getattr(c, name)}")
     for name in ("max_prefs_in_db", "reward_predictor_ckpt_interval", "reward_predictor_batch_size", "ensemble_size"):
         need(getattr(c, name) >= 1, f"{name} must be >= 1, got {getattr(c, name)}")
+    per_label = c.training_steps_per_label
+    need(per_label is None or per_label * max(c.n_initial_prefs, 1) >= max(c.n_initial_training_steps, 1),
+         f"training_steps_per_label={per_label} pauses the trainer at {per_label} steps per label, before the "
+         f"n_initial_training_steps={c.n_initial_training_steps} the predicted reward starts after with the "
+         f"n_initial_prefs={c.n_initial_prefs} first labels: raise it to at least "
+         f"{-(-max(c.n_initial_training_steps, 1) // max(c.n_initial_prefs, 1))}, or pass None to train without pause")
     need(c.label_budget is None or c.label_budget >= 1, f"label_budget must be >= 1 (or None), got {c.label_budget}")
     _ = c.schedule, c.augmentation, LabelFilter(c.label_filter, c.label_flip)  # building them checks their settings
     need(c.reward_centre in REWARD_CENTRES, f"reward_centre must be one of {REWARD_CENTRES}, got {c.reward_centre!r}")

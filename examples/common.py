@@ -103,6 +103,7 @@ class Args:
     reward_scale: float = drlhp_setting("reward_scale")
     reward_predictor_weight_average: float | None = drlhp_setting("reward_predictor_weight_average")
     adaptive_l2_factor: float = drlhp_setting("adaptive_l2_factor")
+    training_steps_per_label: int | None = drlhp_setting("training_steps_per_label")
     estimate_noise_prob: bool = drlhp_setting("estimate_noise_prob")
     label_filter: float | None = drlhp_setting("label_filter")
     label_flip: float | None = drlhp_setting("label_flip")

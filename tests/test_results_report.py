@@ -578,3 +578,34 @@ def test_the_fallible_teacher_sentences_in_words_hold_for_the_records():
     stall = kept[(kept[:, 0] >= 100_000) & (kept[:, 0] < 140_000), 2]  # its 20-episode mean was below 400 then
     assert abs(np.median(stall)) < 0.2 and stall.min() < -0.5
     assert np.median(kept[kept[:, 0] >= 160_000, 2]) > 0.8
+
+
+def test_the_steps_per_label_table_is_each_ks_scorings_with_the_command_and_commit(tmp_path):
+    log = tmp_path / "hopper_sac" / "steps_per_label.log"
+    log.parent.mkdir(parents=True)
+    log.write_text("# python -m benchmarks.experiments.steps_per_label RUN --per-label 5\n# commit abc; scored every 20\n"
+                   "per_label labels training_step episode_rho last_rho change val_accuracy\n"
+                   "5 40 200 0.253 0.460 nan 0.575\n5 60 300 0.352 0.556 0.233 0.600\n"
+                   "# 5: episode_rho 0.3 [0.253, 0.352], change 0.233 [0.233, 0.233], val_accuracy at the end 0.600\n")
+    table, _, source = results_report.steps_per_label_table(tmp_path).partition("\n\n")
+    assert table.splitlines()[2:] == ["| Hopper (SAC) | 5 | 40, 60 | 0.253, 0.352 | 0.575, 0.600 | 300 |"]
+    assert source == ("Hopper (SAC): `python -m benchmarks.experiments.steps_per_label RUN --per-label 5` (commit abc; "
+                      "scored every 20).")
+    assert results_report.steps_per_label_table(tmp_path / "none") == "Not measured yet."
+
+
+def test_the_reward_model_pages_words_on_steps_per_label_hold_for_the_log():
+    page = " ".join((ROOT / "docs" / "reward-model.md").read_text().split())
+    rho: dict[int, dict[int, float]] = {}
+    for line in (results_report.RESULTS / "hopper_sac" / "steps_per_label.log").read_text().splitlines()[3:]:
+        if not line.startswith("#"):
+            k, labels, _, episode_rho = line.split()[:4]
+            rho.setdefault(int(k), {})[int(labels)] = float(episode_rho)
+    assert "With 5 or 25 steps per label the network learned the first labels poorly" in page
+    assert "below 0.6 at 40 labels, and above 0.9 from 100 labels on" in page
+    assert all(rho[k][40] < 0.6 and min(r for n, r in rho[k].items() if n >= 100) > 0.9 for k in (5, 25))
+    assert "With 100 or 400 it ranked them at 0.9 or above at every scoring" in page
+    assert all(min(rho[k].values()) >= 0.9 for k in (100, 400))
+    assert "every setting ended within 0.02 of the others" in page
+    ends = [scored[max(scored)] for scored in rho.values()]
+    assert max(ends) - min(ends) <= 0.02

@@ -679,6 +679,29 @@ def drift_table(root: Path = RESULTS) -> str:
     return "\n".join(lines) + "\n\n" + "; ".join(sources) + "."
 
 
+def steps_per_label_table(root: Path = RESULTS) -> str:
+    """The reward network label by label with the trainer pausing at K steps per label (``benchmarks/experiments/
+    steps_per_label.py``): per task and K, its episode ranking and validation accuracy at each scoring, and its
+    training steps at the end, with the run and commit the log names."""
+    lines = ["| task | steps per label | labels | episodes' rank correlation with the true returns | validation "
+             "accuracy (all the run's validation labels) | training steps at the end |", "|---|---|---|---|---|---|"]
+    sources = []
+    for log in sorted(root.glob("*/steps_per_label.log")):
+        title = TASKS[log.parent.name].title
+        text = log.read_text().splitlines()
+        sources.append(f"{title}: `{text[0][2:]}` ({text[1][2:]})")
+        rows: dict[str, list[list[str]]] = {}
+        for line in text[3:]:
+            if not line.startswith("#"):
+                rows.setdefault(line.split()[0], []).append(line.split())
+        for k, scored in rows.items():
+            lines.append(f"| {title} | {k} | {', '.join(r[1] for r in scored)} | {', '.join(r[3] for r in scored)} | "
+                         f"{', '.join(r[6] for r in scored)} | {int(scored[-1][2]):,} |")
+    if not sources:
+        return "Not measured yet."
+    return "\n".join(lines) + "\n\n" + "; ".join(sources) + "."
+
+
 def label_noise_table(root: Path = RESULTS) -> str:
     """The offline measure of a fallible teacher (``benchmarks/experiments/label_noise.py``): each task's logged
     means over the seeds, with the lowest and highest, as a table; from the seeds' own rows, on how many a variant's
@@ -763,6 +786,7 @@ def tables(records: list[Record]) -> dict[str, str]:
         "levers": levers_table(records, per_task),  # docs/history.md's
         "labelnoise": label_noise_table(),
         "drift": drift_table(),  # docs/reward-model.md's
+        "perlabel": steps_per_label_table(),  # docs/reward-model.md's
         "lives": lives_sentence(),  # docs/examples.md's
         # docs/labelling.md's
         "pace": pace_sentence(),

@@ -50,6 +50,7 @@ class TrainerConfig:
     log_dir: str
     train_reward: bool
     n_initial_prefs: int  # labels held before training starts
+    training_steps_per_label: int | None  # the trainer pauses at this many steps per label (None: never)
     pretrained_ckpt: str | None
     resume: bool
     trainer_torch_threads: int | None
@@ -122,6 +123,7 @@ def trainer_config(config: PreferenceConfig, frame_spec: FrameSpec, pretrained_c
     return TrainerConfig(
         learner=learner_config(config, frame_spec), labels=label_store_config(config, frame_spec),
         log_dir=config.log_dir, train_reward=config.train_reward, n_initial_prefs=config.n_initial_prefs,
+        training_steps_per_label=config.training_steps_per_label,
         pretrained_ckpt=pretrained_ckpt, resume=config.resume, trainer_torch_threads=config.trainer_torch_threads,
         seed=config.seed, tensorboard_log=config.tensorboard_log,
         label_budget=config.label_budget if config.collect_prefs else None)

@@ -4,8 +4,9 @@ It holds the log_dir's lock for as long as it runs, loads what the run starts fr
 interface where numbering continues and the main process that it is ready. Then, until asked to
 stop: labels arriving from the interface go into the store (a thread takes them off the queue the
 moment they come, so the interface never waits on a training step), ``SaveLabels`` commands are
-answered, the learner takes a training step once there are enough labels, and the store snapshots
-as its labels grow. With ``train_reward=False`` it only collects, so ``save_prefs()`` works while
+answered, the learner takes a training step once there are enough labels (with
+``training_steps_per_label``, until it has taken that many per label), and the store snapshots as
+its labels grow. With ``train_reward=False`` it only collects, so ``save_prefs()`` works while
 nothing trains. On stop it saves the labels not in a snapshot and checkpoints the last steps.
 """
 from __future__ import annotations
@@ -68,6 +69,13 @@ def run_reward_trainer(config: TrainerConfig, label_queue, run_start, commands, 
     trainer.run()
 
 
+def pause_step(steps_per_label: int, n_labels: int, steps_brought: int, ckpt_interval: int) -> int:
+    """The training step at which a trainer with ``training_steps_per_label`` waits for more labels:
+    ``steps_per_label`` for each of the run's ``n_labels``, after the ``steps_brought`` a network started from
+    had, rounded up to a checkpoint (the run's reward is then the network as trained)."""
+    return -(-(steps_brought + steps_per_label * n_labels) // ckpt_interval) * ckpt_interval
+
+
 class LabelReceiver(threading.Thread):
     """Moves the interface's label records off the process queue into ``arrived`` as they come; ends at the
     ``None`` end marker."""
@@ -103,6 +111,10 @@ class TrainerProcess:
         self.metrics = MetricsLog(LogDir(config.log_dir).metrics, config.tensorboard_log)
         self.receiver = LabelReceiver(label_queue)
         self._next_byte_count = 0.0
+        # Steps the network came with beyond what its labels pay for (a pretrained network's): not the run's own.
+        per_label = config.training_steps_per_label
+        self._steps_brought = 0 if per_label is None else max(0, self.learner.step - pause_step(
+            per_label, self.store.buffer.n_labels, 0, config.learner.ckpt_interval))
         stats.labels_in_snapshot.value = self.store.buffer.n_received
         stats.run_labels.value = self.store.buffer.n_labels
         stats.training_steps.value = self.learner.step
@@ -155,8 +167,12 @@ class TrainerProcess:
 
     @property
     def _can_train(self) -> bool:
+        per_label = self.config.training_steps_per_label
         return (self.config.train_reward and len(self.store.buffer.train_db) > 0
-                and self.store.n_labels >= self.config.n_initial_prefs)
+                and self.store.n_labels >= self.config.n_initial_prefs
+                and (per_label is None or self.learner.step < pause_step(
+                    per_label, self.store.buffer.n_labels, self._steps_brought,
+                    self.config.learner.ckpt_interval)))
 
     def _train_step(self) -> None:
         for evaluation in self.learner.train(1, self.store.buffer.train_db, self.store.buffer.val_db,

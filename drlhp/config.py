@@ -369,9 +369,9 @@ def check_config(c: PreferenceConfig) -> None:
         need(getattr(c, name) >= 1, f"{name} must be >= 1, got {getattr(c, name)}")
     per_label = c.training_steps_per_label
     need(per_label is None or per_label * max(c.n_initial_prefs, 1) >= max(c.n_initial_training_steps, 1),
-         f"training_steps_per_label={per_label} pauses the trainer at {per_label} steps per label, before the "
-         f"n_initial_training_steps={c.n_initial_training_steps} the predicted reward starts after with the "
-         f"n_initial_prefs={c.n_initial_prefs} first labels: raise it to at least "
+         f"training_steps_per_label={per_label} would pause the trainer on the n_initial_prefs={c.n_initial_prefs} "
+         f"first labels before the n_initial_training_steps={c.n_initial_training_steps} the predicted reward "
+         f"starts after: raise it to at least "
          f"{-(-max(c.n_initial_training_steps, 1) // max(c.n_initial_prefs, 1))}, or pass None to train without pause")
     need(c.label_budget is None or c.label_budget >= 1, f"label_budget must be >= 1 (or None), got {c.label_budget}")
     _ = c.schedule, c.augmentation, LabelFilter(c.label_filter, c.label_flip)  # building them checks their settings

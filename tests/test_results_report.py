@@ -583,7 +583,8 @@ def test_the_fallible_teacher_sentences_in_words_hold_for_the_records():
 def test_the_steps_per_label_table_is_each_ks_scorings_with_the_command_and_commit(tmp_path):
     log = tmp_path / "hopper_sac" / "steps_per_label.log"
     log.parent.mkdir(parents=True)
-    log.write_text("# python -m benchmarks.experiments.steps_per_label RUN --per-label 5\n# commit abc; scored every 20\n"
+    log.write_text("# python -m benchmarks.experiments.steps_per_label RUN --per-label 5\n"
+                   "# commit abc; scored every 20\n"
                    "per_label labels training_step episode_rho last_rho change val_accuracy\n"
                    "5 40 200 0.253 0.460 nan 0.575\n5 60 300 0.352 0.556 0.233 0.600\n"
                    "# 5: episode_rho 0.3 [0.253, 0.352], change 0.233 [0.233, 0.233], val_accuracy at the end 0.600\n")

@@ -98,3 +98,18 @@ def test_training_without_pause_is_the_default(tmp_path):
 def test_too_few_steps_per_label_for_the_first_labels_to_start_the_reward_is_refused():
     with pytest.raises(ConfigError, match=r"training_steps_per_label=1 .* raise it to at least 13"):
         PreferenceConfig(training_steps_per_label=1, n_initial_prefs=4, n_initial_training_steps=50)
+
+
+def test_a_wrapped_envs_trainer_waits_at_its_pause_with_the_network_it_paused_with_in_use(tmp_path):
+    from conftest import FAST, FakePixelEnv, step_until
+
+    from drlhp import HumanPreferencesEnvWrapper
+
+    per_label, budget = 8, 12
+    pause = pause_step(per_label, budget, 0, FAST["reward_predictor_ckpt_interval"])
+    with HumanPreferencesEnvWrapper(FakePixelEnv(), log_dir=str(tmp_path), training_steps_per_label=per_label,
+                                    **{**FAST, "label_budget": budget, "label_schedule_steps": 200}) as env:
+        # Without the pause the trainer runs past this step within moments of the last label, and it is never seen.
+        step_until(env, lambda: env.stats().run_labels == budget and env.stats().training_steps == pause
+                   and env.stats().predictor_training_step == pause)
+    assert env.stats().training_steps == pause

@@ -9,6 +9,7 @@ a resume finds) is the same.
 import contextlib
 import errno
 import os
+import shutil
 import subprocess
 import time
 
@@ -120,8 +121,15 @@ def test_a_log_dir_replaced_by_a_file_mid_run_is_one_line_and_the_run_resumes_on
     try:
         step_until(env, lambda: env.stats().run_labels >= 10 and env.stats().training_steps >= 4)
         # Root ignores permissions: a file where the directory was is what makes it unwritable here.
+        blocker = tmp_path / "blocker"
+        blocker.write_text("in the way")
         os.rename(log_dir, aside)
-        log_dir.write_text("in the way")
+        while True:  # a worker's next checkpoint may have made the directory again in between: clear it, retry
+            try:
+                os.rename(blocker, log_dir)
+                break
+            except IsADirectoryError:
+                shutil.rmtree(log_dir, ignore_errors=True)
         reported = [env.stats().run_labels]
         with pytest.raises(WriteError) as failure:
             step_until(env, lambda: reported.append(env.stats().run_labels), timeout=120)

@@ -67,8 +67,9 @@ def replay(run: Path, out: Path, per_label: int, every: int, seed: int) -> list[
         growing.add(*label)
         if n < config.n_initial_prefs or not len(growing.train_db):
             continue
-        while learner.step < pause_step(per_label, n, 0, config.reward_predictor_ckpt_interval):
-            learner.train(1, growing.train_db, growing.val_db)
+        pause = pause_step(per_label, n, 0, config.reward_predictor_ckpt_interval)
+        if learner.step < pause:
+            learner.train(pause - learner.step, growing.train_db, growing.val_db)
         if n % every == 0 or n == len(labels):
             kept.append((n, learner.step, out / "kept" / f"labels_{n}.ckpt"))
             shutil.copy(LogDir(config.log_dir).checkpoint, kept[-1][2])

@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from benchmarks.report import results_report
-from benchmarks.report.run_records import KEYS, read_records, write_record
+from benchmarks.report import measure_logs, results_report
+from benchmarks.report.run_records import KEYS, RESULTS, read_records, write_record
 
 pytest.importorskip("rliable")
 ROOT = Path(__file__).resolve().parent.parent
@@ -225,10 +225,10 @@ def test_the_offline_label_noise_table_is_each_logs_summary(tmp_path):
     log.write_text("       teacher seed  variant  r_disc\n       0.3:700    0  defaults  0.5\n\n"
                    "mean over the seeds [lowest, highest]\n"
                    "       0.3:700             defaults r_disc 0.931 [0.916, 0.945]  r_100 0.917 [0.906, 0.928]\n")
-    rows = results_report.label_noise_table(tmp_path).splitlines()[2:]
+    rows = measure_logs.label_noise_table(tmp_path).splitlines()[2:]
     assert rows == ["| Hopper (SAC) | 0.3 | 700 | defaults | 0.931 [0.916, 0.945] | 0.917 [0.906, 0.928] | — | — | — "
                     "| — |"]
-    assert results_report.label_noise_table(tmp_path / "none") == "Not measured yet."
+    assert measure_logs.label_noise_table(tmp_path / "none") == "Not measured yet."
 
 
 def test_the_offline_label_noise_table_counts_the_seeds_a_lever_beat_the_defaults_on(tmp_path):
@@ -241,7 +241,7 @@ def test_the_offline_label_noise_table_counts_the_seeds_a_lever_beat_the_default
                    "       0.3:700    1     label-filter-0.1      0.94    0.100      152        0\n\n"
                    "mean over the seeds [lowest, highest]\n"
                    "       0.3:700     label-filter-0.1 r_disc 0.935 [0.930, 0.940]  r_100 0.9 [0.9, 0.9]\n")
-    rows = results_report.label_noise_table(tmp_path).splitlines()[2:]
+    rows = measure_logs.label_noise_table(tmp_path).splitlines()[2:]
     assert rows == ["| Hopper (SAC) | 0.3 | 700 | label-filter-0.1 | 0.935 [0.930, 0.940] | 0.9 [0.9, 0.9] | 1 of 2 | "
                     "0.1 | 102-152 | 0 |"]
 
@@ -252,18 +252,18 @@ def test_the_drift_table_is_each_logs_rows_with_its_command_and_commit(tmp_path)
     log.write_text("# python -m benchmarks.experiments.reward_drift RUN --out X\n# commit abc; checkpoints every 1500\n"
                    "variant change_per_checkpoint episode_rho l2_lowest l2_highest val_accuracy_at_end\n"
                    "defaults 0.152 [0.092, 0.208] 0.985 [0.981, 0.989] 0.0438 0.333 0.800\n")
-    table, _, source = results_report.drift_table(tmp_path).partition("\n\n")
+    table, _, source = measure_logs.drift_table(tmp_path).partition("\n\n")
     assert table.splitlines()[2:] == ["| Hopper (SAC) | defaults | 0.152 [0.092, 0.208] | 0.985 [0.981, 0.989] | "
                                       "0.0438-0.333 | 0.800 |"]
     assert source == ("Hopper (SAC): `python -m benchmarks.experiments.reward_drift RUN --out X` (commit abc; "
                       "checkpoints every 1500).")
-    assert results_report.drift_table(tmp_path / "none") == "Not measured yet."
+    assert measure_logs.drift_table(tmp_path / "none") == "Not measured yet."
 
 
 def test_the_reward_model_pages_words_on_the_drift_hold_for_the_log():
     page = " ".join((ROOT / "docs" / "reward-model.md").read_text().split())
     rows = {line.split()[0]: line.replace(", ", ",").split() for line in
-            (results_report.RESULTS / "hopper_sac" / "reward_drift.log").read_text().splitlines()[3:]}
+            (RESULTS / "hopper_sac" / "reward_drift.log").read_text().splitlines()[3:]}
 
     def change(variant: str) -> tuple[float, float, float]:
         low, high = rows[variant][2].strip("[]").split(",")
@@ -331,10 +331,10 @@ def test_the_ending_table_reads_the_log_and_the_recordings_it_names(tmp_path):
         "checkpoint      r_disc  typical  ending  ending_true\n"
         "benchmarks/results/seaquest/run/reward_predictor.ckpt  0.1  0.0  0.6  -0.1\n"
         "  agent_1000000                                         0.2  0.001  0.584  -0.138\n")
-    rows = results_report.ending_table(log, tmp_path).splitlines()[2:]
+    rows = measure_logs.ending_table(log, tmp_path).splitlines()[2:]
     assert rows == ["| `seaquest/run/reward_predictor.ckpt` | drlhp_seed0 at 1,000k | 100 | 3 | 100 | 0.2 | 0.001 | "
                     "0.584 | -0.138 |"]
-    assert results_report.ending_table(tmp_path / "none.log") == "Not measured yet."
+    assert measure_logs.ending_table(tmp_path / "none.log") == "Not measured yet."
 
 
 def test_the_random_target_sentence_says_whether_its_runs_are_of_todays_defaults(tmp_path):
@@ -418,9 +418,9 @@ def checked_numbers() -> dict[str, dict[str, str]]:
     sac = ["halfcheetah_sac", "hopper_sac"]
     fallible = per_task["halfcheetah_sac"]["200labels_mistake-rate-0.1"]
     scales = {r["settings"]["drlhp"]["reward_scale"] for t in sac for r in per_task[t]["drlhp"].records}
-    noise_log = (results_report.RESULTS / "halfcheetah_sac" / "label_noise" / "label_noise.log").read_text()
+    noise_log = (RESULTS / "halfcheetah_sac" / "label_noise" / "label_noise.log").read_text()
     recordings = {p.stem.split("_")[1]
-                  for p in (results_report.RESULTS / "seaquest" / "policies").glob("*/agent_*.npz")}
+                  for p in (RESULTS / "seaquest" / "policies").glob("*/agent_*.npz")}
     return {
         "": {str(window): "WINDOW, the episodes in a score and in a curve's mean",
              steps(pong.step): "the Atari tasks' step",
@@ -494,10 +494,10 @@ def test_the_pace_sentence_is_the_records_mean_and_spread_as_labels_an_hour(tmp_
     path = tmp_path / "pong_web.json"
     path.write_text(json.dumps({"clip": {"frames": 25, "fps": 20.0, "zoom": None}, "watch_seconds": 2.5,
                                 "label_seconds": [2.5, 3.0, 3.5], "date": "2026-12-02"}))
-    sentence = results_report.pace_sentence(path)
+    sentence = measure_logs.pace_sentence(path)
     assert "every 3.00 s on average (2.50-3.50 s over 3 labels, 2.50 s of it watching)" in sentence
     assert "at most 1,200 labels an hour, and 1,000 labels in no less than 50 minutes" in sentence
-    assert results_report.pace_sentence(tmp_path / "none.json") == "Not measured yet."
+    assert measure_logs.pace_sentence(tmp_path / "none.json") == "Not measured yet."
 
 
 def test_the_sac_sentences_in_words_hold_for_the_records():
@@ -572,7 +572,7 @@ def test_the_fallible_teacher_sentences_in_words_hold_for_the_records():
     assert at(hopper[2])[0] == float("inf")
     assert ("ranked its latest 20 episodes among themselves no better than at random in the middle of the stall, for a "
             "while the wrong way round, and right later, as it rose slowly") in text
-    log = results_report.RESULTS / "hopper_sac" / f"reward_over_run_seed2_{fallible}.log"
+    log = RESULTS / "hopper_sac" / f"reward_over_run_seed2_{fallible}.log"
     kept = np.array([[float(v) for v in line.split()[:3]] for line in log.read_text().splitlines()
                      if line[:1].isdigit() and len(line.split()) == 4])  # model_step, rho_all, rho_last_20
     stall = kept[(kept[:, 0] >= 100_000) & (kept[:, 0] < 140_000), 2]  # its 20-episode mean was below 400 then
@@ -588,17 +588,17 @@ def test_the_steps_per_label_table_is_each_ks_scorings_with_the_command_and_comm
                    "per_label labels training_step episode_rho last_rho change val_accuracy\n"
                    "5 40 200 0.253 0.460 nan 0.575\n5 60 300 0.352 0.556 0.233 0.600\n"
                    "# 5: episode_rho 0.3 [0.253, 0.352], change 0.233 [0.233, 0.233], val_accuracy at the end 0.600\n")
-    table, _, source = results_report.steps_per_label_table(tmp_path).partition("\n\n")
+    table, _, source = measure_logs.steps_per_label_table(tmp_path).partition("\n\n")
     assert table.splitlines()[2:] == ["| Hopper (SAC) | 5 | 40, 60 | 0.253, 0.352 | 0.575, 0.600 | 300 |"]
     assert source == ("Hopper (SAC): `python -m benchmarks.experiments.steps_per_label RUN --per-label 5` (commit abc; "
                       "scored every 20).")
-    assert results_report.steps_per_label_table(tmp_path / "none") == "Not measured yet."
+    assert measure_logs.steps_per_label_table(tmp_path / "none") == "Not measured yet."
 
 
 def test_the_reward_model_pages_words_on_steps_per_label_hold_for_the_log():
     page = " ".join((ROOT / "docs" / "reward-model.md").read_text().split())
     rho: dict[int, dict[int, float]] = {}
-    for line in (results_report.RESULTS / "hopper_sac" / "steps_per_label.log").read_text().splitlines()[3:]:
+    for line in (RESULTS / "hopper_sac" / "steps_per_label.log").read_text().splitlines()[3:]:
         if not line.startswith("#"):
             k, labels, _, episode_rho = line.split()[:4]
             rho.setdefault(int(k), {})[int(labels)] = float(episode_rho)

@@ -26,8 +26,9 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.report.results_report import TASKS, WINDOW, fall_steps
+from benchmarks.report.results_report import fall_steps
 from benchmarks.report.run_records import git_commit
+from benchmarks.report.tasks import TASKS, WINDOW
 from drlhp.cli.offline import spearman
 from drlhp.reward.predictor import RewardPredictor
 from drlhp.sb3 import reward_history

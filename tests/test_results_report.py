@@ -610,3 +610,24 @@ def test_the_reward_model_pages_words_on_steps_per_label_hold_for_the_log():
     assert "every setting ended within 0.02 of the others" in page
     ends = [scored[max(scored)] for scored in rho.values()]
     assert max(ends) - min(ends) <= 0.02
+
+
+def test_the_reward_terms_table_is_each_runs_models_by_step_and_its_labels(tmp_path):
+    log = tmp_path / "hopper_sac" / "reward_terms_seed2_x.log"
+    log.parent.mkdir(parents=True)
+    log.write_text("# python -m benchmarks.experiments.reward_terms RUN --task hopper_sac\n"
+                   "# commit abc; each model over the 10,000 agent steps before its step\n"
+                   "model_step corr upright_share upright_gap_model upright_gap_env\n"
+                   "40000 0.42 0.04 +0.13 +2.22\n45000 0.50 0.05 +0.20 +2.00\n121491 0.70 0.08 +0.80 +2.11\n"
+                   "# the run's labels in the order asked, by 40\nlabels pairs_with_upright frames_upright\n"
+                   "0-39 0.12 0.033\n40-59 0.07 0.010\n")
+    table, _, source = measure_logs.reward_terms_table(tmp_path, columns=(40_000, 80_000, 120_000)).partition("\n\n")
+    rows = table.splitlines()
+    # The first model in each 20k steps from the column's step: 40k's is 40000 (not 45000), 80k has none.
+    assert rows[2] == "| Hopper (SAC) | seed2_x | correlation with the env's reward | 0.42 | — | 0.70 |"
+    assert rows[5] == "| Hopper (SAC) | seed2_x | upright minus fallen: the env's | +2.22 | — | +2.11 |"
+    labels = source.split("\n\n")[0].splitlines()
+    assert labels[0] == "| task | run | labels 1-40 | labels 41-80 |"
+    assert labels[2] == "| Hopper (SAC) | seed2_x | 0.12 | 0.07 |"
+    assert source.endswith("`python -m benchmarks.experiments.reward_terms RUN --task hopper_sac` (commit abc).")
+    assert measure_logs.reward_terms_table(tmp_path / "none") == "Not measured yet."

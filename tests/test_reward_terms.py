@@ -7,7 +7,9 @@ import numpy as np
 import pytest
 
 from benchmarks.experiments.reward_terms import TASKS, every, hopper_upright, rebuilt_reward_check, upright_gap
+from drlhp.clips.clip import Clip
 from drlhp.clips.frames import infer_frame_spec
+from drlhp.label_store.database import PrefDB
 from drlhp.reward.predictor import NetConfig, RewardPredictor
 
 
@@ -47,12 +49,24 @@ def test_the_table_gives_each_model_over_the_steps_before_it(tmp_path):
     predictor = RewardPredictor(NetConfig(infer_frame_spec(observations[0, 0])))
     for step in (100, 150, 300):
         predictor.save(str(log_dir / "reward_history" / f"step_{step}.ckpt"))
+    # The run's labels: of the first 40 pairs asked, one in four shows an upright frame; of the 12 after, none.
+    fallen = np.zeros((25, 11), np.float32)
+    standing = fallen.copy()
+    standing[0, 0] = 1.2
+    dbs = {"train": PrefDB(100), "val": PrefDB(100)}
+    for seq in range(52):
+        a = Clip(2 * seq, standing if seq < 40 and seq % 4 == 0 else fallen, np.zeros(25))
+        dbs["val" if seq % 5 == 0 else "train"].append(a, Clip(2 * seq + 1, fallen, np.zeros(25)), 1.0, seq=seq)
+    for name, db in dbs.items():
+        db.save(str(log_dir / f"{name}.pkl.gz"))
     out = subprocess.run([sys.executable, "-m", "benchmarks.experiments.reward_terms", str(tmp_path), "--task",
                           "hopper_sac", "--window", "100", "--every", "100"],
                          capture_output=True, text=True, check=True).stdout.splitlines()
-    table = [line.split() for line in out[out.index("model_step corr upright_share upright_gap_model "
-                                                    "upright_gap_env") + 1:]]
+    models = out.index("model_step corr upright_share upright_gap_model upright_gap_env")
+    labels = out.index("labels pairs_with_upright frames_upright")
+    table = [line.split() for line in out[models + 1:labels - 1]]
     assert [row[0] for row in table] == ["100", "300"]  # 150: not the first in its 100 steps
     assert [row[2] for row in table] == ["0.25", "0.25"]
     # The env pays an upright step its health bonus: about 1 more, in its std over the window.
     assert all(float(row[4]) > 0.5 for row in table) and all(-1 <= float(row[1]) <= 1 for row in table)
+    assert out[labels + 1:] == ["0-39 0.25 0.005", "40-51 0.00 0.000"]  # 1 frame in 50 in a pair in four

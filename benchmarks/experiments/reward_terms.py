@@ -11,6 +11,9 @@ replay buffer's newest transitions then), it gives:
   fallen one, in each reward's own standard deviation over the window, the model's beside the env's. A model that
   pays far less for standing than the env does leaves the agent little reason to stand up.
 
+On Hopper it also gives what the run's labels showed of standing: by 40 labels in the order asked, the share of
+pairs with an upright frame on either side, and of their frames upright.
+
 The env's reward of a stored step is rebuilt from the stored observation and action (the replay buffer holds the
 predicted reward): gymnasium's terms with its default weights, the forward velocity read from the observation. The
 log's header gives how closely that matches the env's reward over random steps (``rebuilt_reward_check``).
@@ -31,6 +34,7 @@ import numpy as np
 
 from benchmarks.experiments.reward_over_run import stored_steps
 from benchmarks.report.run_records import git_commit
+from drlhp.label_store.database import PrefDB
 from drlhp.reward.predictor import RewardPredictor
 from drlhp.sb3 import reward_history
 
@@ -91,6 +95,28 @@ def every(kept: list[tuple[int, str]], interval: int) -> list[tuple[int, str]]:
     return list(first.values())
 
 
+LABELS_A_ROW = 40
+
+
+def labelled_upright(log_dir: Path, upright: Callable[[np.ndarray], np.ndarray]) -> list[str]:
+    """The rows of what the run's labels showed of standing (none without its saved labels)."""
+    pairs = []  # (the run's number of the label, upright on either side, the share of upright frames)
+    for name in ("train.pkl.gz", "val.pkl.gz"):
+        if not (log_dir / name).exists():
+            return []
+        db = PrefDB.load(str(log_dir / name))
+        for seq, (a, b, _) in zip(db.seqs, db.prefs):
+            frames = np.concatenate([db.segments[a].frames, db.segments[b].frames])
+            up = upright(frames.reshape(len(frames), -1))
+            pairs.append((seq, up.any(), up.mean()))
+    pairs.sort()
+    rows = []
+    for start in range(0, len(pairs), LABELS_A_ROW):
+        chunk = np.array(pairs[start:start + LABELS_A_ROW], dtype=float)
+        rows.append(f"{start}-{start + len(chunk) - 1} {chunk[:, 1].mean():.2f} {chunk[:, 2].mean():.3f}")
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("run", type=Path, help="a learning_curves --out folder of a SAC run with kept reward models")
@@ -124,6 +150,9 @@ def main() -> None:
             line += (f" {up.mean():.2f} {upright_gap(predicted, up):+.2f} "
                      f"{upright_gap(true[window], up):+.2f}")
         lines.append(line)
+    if upright is not None and (labelled := labelled_upright(args.run / "drlhp", spec.upright)):
+        lines += [f"# the run's labels in the order asked, by {LABELS_A_ROW}: the share of pairs with an upright frame "
+                  "on either side, and of their frames upright", "labels pairs_with_upright frames_upright", *labelled]
     print("\n".join(lines))
     if args.out:
         args.out.write_text("\n".join(lines) + "\n")

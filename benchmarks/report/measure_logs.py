@@ -160,3 +160,39 @@ def pace_sentence(path: Path = PACE) -> str:
             f"watching): at most {3600 / mean:,.0f} labels an hour, and 1,000 labels in no less than "
             f"{1000 * mean / 60:.0f} minutes. Each second a person thinks adds to every label "
             f"(`benchmarks/experiments/web_labelling_pace.py`, {r['date']}).")
+
+
+def reward_terms_table(root: Path = RESULTS, columns: tuple[int, ...] = tuple(range(40_000, 300_001, 40_000))) -> str:
+    """What each SAC run's kept reward models paid for, step by step, against the env's reward
+    (``benchmarks/experiments/reward_terms.py``): per run, its models' correlation with the env's reward and, on
+    Hopper, the upright share and the upright-minus-fallen gaps, at the first model in each 20k steps from each of
+    ``columns``; then, where the log has them, the share of the run's labelled pairs (40 at a time, in the order
+    asked) with an upright frame; with the command and commit each log names."""
+    names = {"corr": "correlation with the env's reward", "upright_share": "share of steps upright",
+             "upright_gap_model": "upright minus fallen: the model's", "upright_gap_env": "upright minus fallen: the "
+             "env's"}
+    lines = ["| task | run | per step | " + " | ".join(thousands(c) for c in columns) + " |",
+             "|---|---|---|" + "---|" * len(columns)]
+    labelled: dict[str, list[str]] = {}  # "task | run" -> the share of pairs with an upright frame, by 40 labels
+    sources = []
+    for log in sorted(root.glob("*/reward_terms_*.log")):
+        title, run = TASKS[log.parent.name].title, log.stem.removeprefix("reward_terms_")
+        text = log.read_text().splitlines()
+        sources.append(f"`{text[0][2:]}` ({text[1][2:].split(';')[0]})")
+        models, _, labels = "\n".join(text[2:]).partition("\n#")
+        header, *body = models.splitlines()
+        rows = [dict(zip(header.split(), line.split())) for line in body]
+        for column in header.split()[1:]:
+            cells = [next((r[column] for r in rows if c <= int(r["model_step"]) < c + 20_000), "—") for c in columns]
+            lines.append(f"| {title} | {run} | {names[column]} | " + " | ".join(cells) + " |")
+        if labels:
+            labelled[f"{title} | {run}"] = [line.split()[1] for line in labels.splitlines()[2:]]
+    if not sources:
+        return "Not measured yet."
+    if labelled:
+        most = max(len(cells) for cells in labelled.values())
+        lines += ["", "| task | run | " + " | ".join(f"labels {40 * i + 1}-{40 * i + 40}" for i in range(most)) + " |",
+                  "|---|---|" + "---|" * most]
+        lines += [f"| {run} | " + " | ".join(cells + ["—"] * (most - len(cells))) + " |"
+                  for run, cells in labelled.items()]
+    return "\n".join(lines) + "\n\n" + "; ".join(sources) + "."

@@ -33,8 +33,10 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.experiments.reward_over_run import stored_steps
+from benchmarks.experiments.steps_per_label import labels_in_order
 from benchmarks.report.run_records import git_commit
-from drlhp.label_store.database import PrefDB
+from drlhp.config import PreferenceConfig
+from drlhp.errors import NoLabelsError
 from drlhp.reward.predictor import RewardPredictor
 from drlhp.sb3 import reward_history
 
@@ -99,21 +101,20 @@ LABELS_A_ROW = 40
 
 
 def labelled_upright(log_dir: Path, upright: Callable[[np.ndarray], np.ndarray]) -> list[str]:
-    """The rows of what the run's labels showed of standing (none without its saved labels)."""
-    pairs = []  # (the run's number of the label, upright on either side, the share of upright frames)
-    for name in ("train.pkl.gz", "val.pkl.gz"):
-        if not (log_dir / name).exists():
-            return []
-        db = PrefDB.load(str(log_dir / name))
-        for seq, (a, b, _) in zip(db.seqs, db.prefs):
-            frames = np.concatenate([db.segments[a].frames, db.segments[b].frames])
-            up = upright(frames.reshape(len(frames), -1))
-            pairs.append((seq, up.any(), up.mean()))
-    pairs.sort()
+    """The rows of what the run's labels showed of standing (its snapshot and label journal; none without labels)."""
+    try:
+        labels = labels_in_order(str(log_dir), PreferenceConfig())
+    except NoLabelsError:
+        return []
+    pairs = []  # (upright on either side, the share of upright frames)
+    for a, b, *_ in labels:
+        frames = np.concatenate([a.frames, b.frames])
+        up = upright(frames.reshape(len(frames), -1))
+        pairs.append((up.any(), up.mean()))
     rows = []
     for start in range(0, len(pairs), LABELS_A_ROW):
         chunk = np.array(pairs[start:start + LABELS_A_ROW], dtype=float)
-        rows.append(f"{start}-{start + len(chunk) - 1} {chunk[:, 1].mean():.2f} {chunk[:, 2].mean():.3f}")
+        rows.append(f"{start}-{start + len(chunk) - 1} {chunk[:, 0].mean():.2f} {chunk[:, 1].mean():.3f}")
     return rows
 
 

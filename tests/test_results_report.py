@@ -631,3 +631,24 @@ def test_the_reward_terms_table_is_each_runs_models_by_step_and_its_labels(tmp_p
     assert labels[2] == "| Hopper (SAC) | seed2_x | 0.12 | 0.07 |"
     assert source.endswith("`python -m benchmarks.experiments.reward_terms RUN --task hopper_sac` (commit abc).")
     assert measure_logs.reward_terms_table(tmp_path / "none") == "Not measured yet."
+
+
+def test_the_off_policy_pages_words_on_standing_hold_for_the_logs():
+    page = " ".join((ROOT / "docs" / "off-policy.md").read_text().split())
+    for words in ("Up to 160k agent steps in these runs, under one step in ten was upright",
+                  "the env paid an upright step more than one standard deviation of its reward above a fallen one",
+                  "the models paid it about a third of that, the median over their scorings",
+                  "Under one labelled pair in five showed a step upright at all",
+                  "while its correlation with the env's reward per step rose all the same"):
+        assert words in page
+    logs = sorted((RESULTS / "hopper_sac").glob("reward_terms_seed*_200labels_mistake-rate-0.1*.log"))
+    assert len(logs) >= 2
+    for log in logs:  # the header's two lines, the models' table, then the labels'
+        models, _, labels = log.read_text().partition("\n#")[2].partition("\n#")
+        rows = np.array([[float(v) for v in line.split()] for line in models.splitlines()[2:]])
+        early = rows[rows[:, 0] <= 160_000]
+        assert early[:, 2].max() < 0.1  # upright share
+        assert early[:, 4].min() > 1.0  # the env's gap
+        assert 0.25 <= np.median(early[:, 3] / early[:, 4]) <= 0.4  # the model's over the env's
+        assert all(float(line.split()[1]) < 0.2 for line in labels.splitlines()[2:])
+        assert rows[-1, 1] > rows[0, 1] + 0.3  # the correlation rose

@@ -51,6 +51,7 @@ from benchmarks.report.measure_logs import (
     label_noise_table,
     lives_sentence,
     pace_sentence,
+    reward_terms_table,
     steps_per_label_table,
 )
 from benchmarks.report.run_records import ROOT, Record, read_csv, read_records, teacher_name
@@ -60,7 +61,8 @@ DOCS = ROOT / "docs" / "results.md"
 HISTORY = ROOT / "docs" / "history.md"
 #: The pages with generated blocks: <!-- report:NAME --> ... <!-- /report -->.
 PAGES = (DOCS, HISTORY, ROOT / "README.md", ROOT / "docs" / "labelling.md", ROOT / "docs" / "datasets.md",
-         ROOT / "docs" / "getting-started.md", ROOT / "docs" / "examples.md", ROOT / "docs" / "reward-model.md")
+         ROOT / "docs" / "getting-started.md", ROOT / "docs" / "examples.md", ROOT / "docs" / "reward-model.md",
+         ROOT / "docs" / "off-policy.md")
 IMAGES = ROOT / "docs" / "images"
 REPS = 2000  # bootstrap resamples: the intervals' second decimal is stable at this many
 SEED = 0  # of the bootstrap: the same records print the same intervals
@@ -581,6 +583,7 @@ def tables(records: list[Record]) -> dict[str, str]:
         "labelnoise": label_noise_table(),
         "drift": drift_table(),  # docs/reward-model.md's
         "perlabel": steps_per_label_table(),  # docs/reward-model.md's
+        "terms": reward_terms_table(),  # docs/off-policy.md's
         "lives": lives_sentence(),  # docs/examples.md's
         # docs/labelling.md's
         "pace": pace_sentence(),

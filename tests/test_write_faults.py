@@ -124,12 +124,14 @@ def test_a_log_dir_replaced_by_a_file_mid_run_is_one_line_and_the_run_resumes_on
         blocker = tmp_path / "blocker"
         blocker.write_text("in the way")
         os.rename(log_dir, aside)
-        while True:  # a worker's next checkpoint may have made the directory again in between: clear it, retry
+        for _ in range(100):  # a worker's next checkpoint may have made the directory again in between: clear it
             try:
                 os.rename(blocker, log_dir)
                 break
             except IsADirectoryError:
                 shutil.rmtree(log_dir, ignore_errors=True)
+        else:
+            pytest.fail(f"the workers kept making {log_dir} again: no file could take its place")
         reported = [env.stats().run_labels]
         with pytest.raises(WriteError) as failure:
             step_until(env, lambda: reported.append(env.stats().run_labels), timeout=120)

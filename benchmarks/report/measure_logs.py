@@ -17,6 +17,11 @@ from benchmarks.report.tasks import TASKS
 PACE = RESULTS / "labelling_pace" / "pong_web.json"
 
 
+def with_sources(lines: list[str], sources: list[str]) -> str:
+    """A table's lines, then the commands and commits of the logs it was read from; none read: not measured."""
+    return "\n".join(lines) + "\n\n" + "; ".join(sources) + "." if sources else "Not measured yet."
+
+
 def ending_table(log: Path = RESULTS / "seaquest" / "policies" / "ending.log", repo: Path = ROOT) -> str:
     """What a reward checkpoint pays where the agents it was measured on lose a life (``python -m
     benchmarks.experiments.reward_signal measure --per-policy``, logged; its paths are from the repository's root,
@@ -86,9 +91,7 @@ def drift_table(root: Path = RESULTS) -> str:
             variant, change, change_range, rho, rho_range, l2_low, l2_high, val = line.replace(", ", ",").split()
             lines.append(f"| {title} | {variant} | {change} {change_range.replace(',', ', ')} | {rho} "
                          f"{rho_range.replace(',', ', ')} | {l2_low}-{l2_high} | {val} |")
-    if not sources:
-        return "Not measured yet."
-    return "\n".join(lines) + "\n\n" + "; ".join(sources) + "."
+    return with_sources(lines, sources)
 
 
 def steps_per_label_table(root: Path = RESULTS) -> str:
@@ -109,9 +112,7 @@ def steps_per_label_table(root: Path = RESULTS) -> str:
         for k, scored in rows.items():
             lines.append(f"| {title} | {k} | {', '.join(r[1] for r in scored)} | {', '.join(r[3] for r in scored)} | "
                          f"{', '.join(r[6] for r in scored)} | {int(scored[-1][2]):,} |")
-    if not sources:
-        return "Not measured yet."
-    return "\n".join(lines) + "\n\n" + "; ".join(sources) + "."
+    return with_sources(lines, sources)
 
 
 def label_noise_table(root: Path = RESULTS) -> str:
@@ -187,12 +188,10 @@ def reward_terms_table(root: Path = RESULTS, columns: tuple[int, ...] = tuple(ra
             lines.append(f"| {title} | {run} | {names[column]} | " + " | ".join(cells) + " |")
         if labels:
             labelled[f"{title} | {run}"] = [line.split()[1] for line in labels.splitlines()[2:]]
-    if not sources:
-        return "Not measured yet."
     if labelled:
         most = max(len(cells) for cells in labelled.values())
         lines += ["", "| task | run | " + " | ".join(f"labels {40 * i + 1}-{40 * i + 40}" for i in range(most)) + " |",
                   "|---|---|" + "---|" * most]
         lines += [f"| {run} | " + " | ".join(cells + ["—"] * (most - len(cells))) + " |"
                   for run, cells in labelled.items()]
-    return "\n".join(lines) + "\n\n" + "; ".join(sources) + "."
+    return with_sources(lines, sources)

@@ -113,9 +113,11 @@ class PreferenceConfig:
     pair_selection: PairSelection = CLIPS("random", (
         "`random`: a random pair of recent clips; `disagreement` (the paper's): of `n_candidate_pairs` random "
         "pairs, the one the reward ensemble's members disagree on most (needs `ensemble_size` >= 2; random until "
-        "the first checkpoint)"))
+        "the first checkpoint); `coverage` (B-Pref's k-center): of `n_candidate_pairs` random pairs, the one whose "
+        "clips lie farthest from the clips asked about before (in their observations' mean and std; no reward "
+        "model needed)"))
     n_candidate_pairs: int = CLIPS(DEFAULT_N_CANDIDATES, (
-        "candidate pairs scored per question with `pair_selection=\"disagreement\"`"))
+        "candidate pairs scored per question with `pair_selection` `disagreement` or `coverage`"))
     max_segs: int = CLIPS(200, "recent clips the interface pairs from (memory: `max_segs` × `segment_length` frames)")
     synthetic_prefs_per_segment: float = CLIPS(DEFAULT_PAIRS_PER_SEGMENT, (
         "synthetic labels asked per new clip when `label_budget` is None"))

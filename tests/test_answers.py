@@ -39,7 +39,7 @@ def test_the_web_pages_keys_and_buttons_send_exactly_the_choices():
 
 
 def test_the_modes_are_literal_types_and_plain_strings_still_work():
-    assert ARCHS == ("atari", "keypoints") and SELECTIONS == ("disagreement", "random")
+    assert ARCHS == ("atari", "keypoints") and SELECTIONS == ("coverage", "disagreement", "random")
     assert SCHEDULES == ("constant", "hyperbolic", "inverse_quadratic")
     assert drlhp.config.LABELLING == ("terminal", "web")
     chosen: dict[str, str] = {"reward_net_arch": "atari", "pair_selection": "random", "label_schedule": "constant"}

@@ -52,9 +52,10 @@ EPISODE_CLIPS = 40
 @dataclass(frozen=True)
 class PrefInterfaceConfig:
     """How the interface asks: the latest ``max_segs`` clips to pair; ``seed`` of its choices; of
-    ``n_candidate_pairs`` random pairs the one the ensemble disagrees on most (with a scorer); how many pairs may
-    have been asked by each env step (``schedule``; the default: as many as the labeller answers); answers each
-    labeller may take back (``undo_limit``); the share of answered pairs asked to a second labeller."""
+    ``n_candidate_pairs`` random pairs the one the ensemble disagrees on most (with a scorer) or, with ``coverage``,
+    the one farthest from the clips asked about before; how many pairs may have been asked by each env step
+    (``schedule``; the default: as many as the labeller answers); answers each labeller may take back
+    (``undo_limit``); the share of answered pairs asked to a second labeller."""
 
     max_segs: int
     seed: int | None = None
@@ -62,6 +63,7 @@ class PrefInterfaceConfig:
     schedule: LabelSchedule = field(default_factory=lambda: LabelSchedule(budget=None))
     undo_limit: int = 0
     second_opinion_share: float = 0.0
+    coverage: bool = False
 
 
 class PrefInterface:
@@ -79,7 +81,7 @@ class PrefInterface:
                  earlier: EarlierLabels | None = None) -> None:
         earlier = earlier or EarlierLabels()
         self.config, self.labeller, self.schedule = config, labeller, config.schedule
-        self.chooser = PairChooser(config.max_segs, config.seed, config.n_candidate_pairs, scorer)
+        self.chooser = PairChooser(config.max_segs, config.seed, config.n_candidate_pairs, scorer, config.coverage)
         self.recorder = AnswerRecorder(out, journal, config.undo_limit, earlier)
         # Pairs asked in the run (a skipped one too), not counting labels taken back: what the label budget counts.
         self.n_asked = earlier.next_seq - earlier.n_retracted

@@ -2,7 +2,8 @@
 
 A ring buffer of the latest ``max_segs`` clips. A pair is never asked twice; of ``n_candidate_pairs`` random pairs not
 asked before, the one the reward ensemble disagrees on most (``drlhp.labelling.pair_selection``'s scorer, once it
-has a checkpoint), else a random one. A pair whose answer was taken back comes first (``ask_again``).
+has a checkpoint), or the one whose clips lie farthest from those asked about before (``drlhp.labelling.coverage``),
+else a random one. A pair whose answer was taken back comes first (``ask_again``).
 """
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from collections import OrderedDict
 
 from drlhp.clips.clip import Clip
 from drlhp.errors import ConfigError
+from drlhp.labelling.coverage import CoverageScorer
 from drlhp.labelling.pair_selection import DEFAULT_N_CANDIDATES, DisagreementScorer
 
 
@@ -18,10 +20,11 @@ class PairChooser:
     """The clips that may be paired (``clips``, oldest first) and the choice among their pairs."""
 
     def __init__(self, max_segs: int, seed: int | None = None, n_candidate_pairs: int = DEFAULT_N_CANDIDATES,
-                 scorer: DisagreementScorer | None = None) -> None:
+                 scorer: DisagreementScorer | None = None, coverage: bool = False) -> None:
         if max_segs < 2:
             raise ConfigError(f"max_segs must be >= 2 to form pairs, got {max_segs}")
         self.max_segs, self.n_candidate_pairs, self.scorer = max_segs, n_candidate_pairs, scorer
+        self.coverage = CoverageScorer() if coverage else None
         self.clips: OrderedDict[int, Clip] = OrderedDict()
         self._asked: set[tuple[int, int]] = set()
         self._again: list[tuple[Clip, Clip]] = []  # pairs to ask before any other, the next on top
@@ -30,11 +33,14 @@ class PairChooser:
     def add(self, clip: Clip) -> list[int]:
         """Put a clip in the buffer; returns the ids of the oldest it evicted past ``max_segs``."""
         self.clips[clip.clip_id] = clip
+        if self.coverage is not None:
+            self.coverage.add(clip)
         evicted = []
         while len(self.clips) > self.max_segs:
             old_id, _ = self.clips.popitem(last=False)
-            if self.scorer is not None:
-                self.scorer.forget(old_id)
+            for scorer in (self.scorer, self.coverage):
+                if scorer is not None:
+                    scorer.forget(old_id)
             evicted.append(old_id)
         if len(self._asked) > 4 * self.max_segs:
             oldest = next(iter(self.clips))
@@ -45,12 +51,17 @@ class PairChooser:
         """The pair to ask about next (never one asked before), or None if there is none."""
         if self._again:
             return self._again.pop()
-        candidates = self.candidate_pairs(self.n_candidate_pairs if self.scorer is not None else 1)
-        if self.scorer is not None and candidates:
+        judged = self.scorer is not None or self.coverage is not None
+        candidates = self.candidate_pairs(self.n_candidate_pairs if judged else 1)
+        if not candidates:
+            return None
+        if self.scorer is not None:
             self.scorer.poll()
             self.scorer.refresh(list(self.clips.values()), self.scorer.max_new_per_pick)
             return self.scorer.most_disagreed(candidates) or candidates[0]
-        return candidates[0] if candidates else None
+        if self.coverage is not None:
+            return self.coverage.farthest(candidates) or candidates[0]
+        return candidates[0]
 
     def candidate_pairs(self, n: int) -> list[tuple[Clip, Clip]]:
         """Up to ``n`` distinct random pairs of distinct clips not asked about before."""
@@ -72,10 +83,14 @@ class PairChooser:
     def mark_asked(self, a: Clip, b: Clip) -> None:
         """Never pick the pair again."""
         self._asked.add(_key(a.clip_id, b.clip_id))
+        if self.coverage is not None:
+            self.coverage.asked(a, b)
 
     def unmark_asked(self, a: Clip, b: Clip) -> None:
         """The pair's answer was taken back: it may be picked again."""
         self._asked.discard(_key(a.clip_id, b.clip_id))
+        if self.coverage is not None:
+            self.coverage.unasked(a, b)
 
     def ask_again(self, a: Clip, b: Clip) -> None:
         """Pick the pair next, before any other (the last one given back first)."""

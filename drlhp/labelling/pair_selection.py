@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("drlhp.pair_selection")
 
 #: How the interface picks the pair to ask (``PreferenceConfig.pair_selection``).
-PairSelection = Literal["disagreement", "random"]
+PairSelection = Literal["coverage", "disagreement", "random"]
 SELECTIONS: tuple[PairSelection, ...] = get_args(PairSelection)
 
 #: Random pairs the ensemble judges for each pair it picks by disagreement.

@@ -70,7 +70,8 @@ class InterfaceProcess:
             journal = JournalWriter(config.journal_log_dir, lambda: stats.labels_in_snapshot.value,
                                     config.instructions, config.val_fraction)
         asking = PrefInterfaceConfig(config.max_segs, config.seed, config.n_candidate_pairs, config.schedule,
-                                     config.undo_limit, config.second_opinion_share)
+                                     config.undo_limit, config.second_opinion_share,
+                                     coverage=config.pair_selection == "coverage")
         self.interface = PrefInterface(asking, self._make_labeller(config), label_queue, journal, scorer,
                                        EarlierLabels(start.next_seq, start.n_retracted, start.agreement))
         self._publish()

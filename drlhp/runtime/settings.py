@@ -21,6 +21,7 @@ from drlhp.clips.frames import FrameSpec
 from drlhp.config import PreferenceConfig
 from drlhp.label_store.store import LabelStoreConfig
 from drlhp.labelling.human import HumanConfig
+from drlhp.labelling.pair_selection import PairSelection
 from drlhp.labelling.protocols import Labeller, SyntheticTeacher
 from drlhp.labelling.schedule import LabelSchedule
 from drlhp.reward.learner import LearnerConfig
@@ -77,7 +78,8 @@ class InterfaceConfig:
     web: WebConfig | None  # people label in their browsers (the page's address goes to the main process)
     journal_log_dir: str | None  # keep a label journal in this log_dir (None: no journal)
     schedule: LabelSchedule
-    selection_ckpt: str | None  # pick pairs by the disagreement of this checkpoint's ensemble (None: random)
+    pair_selection: PairSelection
+    selection_ckpt: str | None  # with "disagreement": the checkpoint whose ensemble judges pairs
     ckpt_poll_interval: float  # seconds between checks for a newer checkpoint to judge pairs with
     n_candidate_pairs: int
     synthetic_teachers: Mapping[str, SyntheticTeacher] | None  # several simulated people instead of one
@@ -138,6 +140,7 @@ def interface_config(config: PreferenceConfig, human: HumanConfig | None, web: W
         pairs_per_segment=config.synthetic_prefs_per_segment, synthetic_teacher=config.synthetic_teacher, human=human,
         web=web,
         journal_log_dir=config.log_dir if config.autosave_prefs else None, schedule=config.schedule,
+        pair_selection=config.pair_selection,
         selection_ckpt=selection_ckpt if config.pair_selection == "disagreement" else None,
         ckpt_poll_interval=config.ckpt_poll_interval,
         n_candidate_pairs=config.n_candidate_pairs, synthetic_teachers=config.synthetic_teachers,

@@ -5,7 +5,8 @@ stands), random pairs seldom show it, and the reward model never learns what it 
 picks pairs by k-center coverage for this. Here a clip is described by its observations' per-dimension mean and std
 over its steps (images pooled to a coarse grid first); of ``n_candidate_pairs`` random pairs, the one asked is the
 one whose two clips are farthest, in those features scaled by their spread over the clips on offer, from the nearest
-clip asked about so far. No reward model is needed, so it works from the first label.
+clip asked about so far. No reward model is needed, so it works from the first label. A resumed run starts with
+nothing covered: the clips asked about in earlier sessions are kept by the trainer, not by the interface.
 """
 from __future__ import annotations
 

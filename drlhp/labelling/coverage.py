@@ -53,11 +53,10 @@ class CoverageScorer:
 
     def asked(self, a: Clip, b: Clip) -> None:
         for clip in (a, b):
-            features, n = self._covered.pop(clip.clip_id, (None, 0))
-            if features is None:
-                features = self._features.get(clip.clip_id)
-                if features is None:
-                    features = clip_features(clip.frames)
+            features, n = self._covered.pop(clip.clip_id, (None, 0))  # re-inserted: the newest is forgotten last
+            if features is None:  # a pair asked again after its answer was taken back may have left the buffer
+                features = self._features.get(clip.clip_id, None)
+                features = clip_features(clip.frames) if features is None else features
             self._covered[clip.clip_id] = (features, n + 1)
         while len(self._covered) > MAX_COVERED:
             self._covered.popitem(last=False)
